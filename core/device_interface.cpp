@@ -1,0 +1,85 @@
+#include "core/device_interface.h"
+
+#include <array>
+
+#include "core/error.h"
+#include "core/storage.h"
+
+namespace rg {
+
+namespace {
+std::array<DeviceInterface, kNumDeviceTypes>& registry() {
+  static std::array<DeviceInterface, kNumDeviceTypes> r;
+  return r;
+}
+}  // namespace
+
+Device Device::parse(const std::string& spec) {
+  std::string kind = spec;
+  int index = 0;
+  if (auto colon = spec.find(':'); colon != std::string::npos) {
+    kind = spec.substr(0, colon);
+    try {
+      index = std::stoi(spec.substr(colon + 1));
+    } catch (...) {
+      RG_FAIL("Device: bad device index in '", spec, "'");
+    }
+  }
+  if (kind == "cpu") return Device(DeviceType::cpu, index);
+  if (kind == "sim") return Device(DeviceType::sim, index);
+  if (kind == "cuda") return Device(DeviceType::cuda, index);
+  RG_FAIL("Device: unknown device '", spec, "' (expected cpu, sim, cuda or cuda:N)");
+}
+
+std::string Device::str() const {
+  const char* names[] = {"cpu", "sim", "cuda"};
+  std::string s = names[static_cast<int>(type)];
+  if (type == DeviceType::cuda) {
+    s.push_back(':');
+    s.append(std::to_string(index));
+  }
+  return s;
+}
+
+void register_device(DeviceType type, const DeviceInterface& interface) {
+  registry()[static_cast<int>(type)] = interface;
+}
+
+bool device_available(DeviceType type) {
+  const auto& d = registry()[static_cast<int>(type)];
+  return d.allocate != nullptr && (!d.device_count || d.device_count() > 0);
+}
+
+const DeviceInterface& device_interface(DeviceType type) {
+  RG_CHECK(device_available(type), "device ", Device(type).str(),
+           ": not available (backend not built, or no device present)");
+  return registry()[static_cast<int>(type)];
+}
+
+std::shared_ptr<Storage> allocate_storage(size_t nbytes, Device device) {
+  const auto& d = device_interface(device.type);
+  void* p = d.allocate(nbytes, device.index);
+  auto dealloc = d.deallocate;
+  int index = device.index;
+  return std::make_shared<Storage>(p, nbytes, device,
+                                   [dealloc, index](void* ptr, size_t n) { dealloc(ptr, n, index); });
+}
+
+std::shared_ptr<Storage> borrow_storage(void* data, size_t nbytes, Device device) {
+  return std::make_shared<Storage>(data, nbytes, device, nullptr);
+}
+
+AllocatorStats memory_stats(Device device) {
+  const auto& d = device_interface(device.type);
+  return d.stats ? d.stats(device.index) : AllocatorStats{};
+}
+void empty_cache(Device device) {
+  const auto& d = device_interface(device.type);
+  if (d.empty_cache) d.empty_cache(device.index);
+}
+void synchronize(Device device) {
+  const auto& d = device_interface(device.type);
+  if (d.synchronize) d.synchronize(device.index);
+}
+
+}  // namespace rg

@@ -1,0 +1,40 @@
+// What a device backend provides to the core: memory, copies and synchronisation.
+// Backends register themselves (cpu at start-up, sim/cuda from their own libraries).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace rg {
+
+struct AllocatorStats {
+  size_t allocated = 0;       // bytes handed out and not yet freed
+  size_t reserved = 0;        // bytes held from the system (allocated + cached)
+  size_t peak_allocated = 0;  // high-water mark of `allocated`
+  uint64_t system_allocs = 0;  // calls to the system allocator (malloc/cudaMalloc)
+};
+
+struct DeviceInterface {
+  void* (*allocate)(size_t nbytes, int index) = nullptr;
+  void (*deallocate)(void* ptr, size_t nbytes, int index) = nullptr;
+  // Copies between this device and the host, or within this device. Ordered with the
+  // device's compute stream; returns once the data is at dst (synchronous semantics).
+  void (*copy)(void* dst, Device dst_device, const void* src, Device src_device,
+               size_t nbytes) = nullptr;
+  void (*synchronize)(int index) = nullptr;
+  AllocatorStats (*stats)(int index) = nullptr;
+  void (*empty_cache)(int index) = nullptr;
+  int (*device_count)() = nullptr;
+};
+
+void register_device(DeviceType type, const DeviceInterface& interface);
+// Throws rg::Error when the backend is not built or has no device.
+const DeviceInterface& device_interface(DeviceType type);
+bool device_available(DeviceType type);
+
+AllocatorStats memory_stats(Device device);
+void empty_cache(Device device);
+void synchronize(Device device);
+
+}  // namespace rg

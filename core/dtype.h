@@ -1,0 +1,89 @@
+// Element types, their sizes and names, bf16 conversion, and type promotion
+// (NumPy/PyTorch rules for bool < integers < floating types).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+
+namespace rg {
+
+#define RG_DTYPES(X) \
+  X(f32, float, 4)   \
+  X(f64, double, 8)  \
+  X(bf16, ::rg::bf16_t, 2) \
+  X(i32, int32_t, 4) \
+  X(i64, int64_t, 8) \
+  X(b8, bool, 1)
+
+// bfloat16 storage type: the upper 16 bits of an IEEE f32.
+struct bf16_t {
+  uint16_t bits = 0;
+  bf16_t() = default;
+  explicit bf16_t(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {  // NaN stays NaN
+      bits = static_cast<uint16_t>((u >> 16) | 0x40);
+    } else {  // round to nearest even
+      u += 0x7fffu + ((u >> 16) & 1u);
+      bits = static_cast<uint16_t>(u >> 16);
+    }
+  }
+  operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+enum class DType : uint8_t {
+#define RG_DTYPE_ENUM(name, type, size) name,
+  RG_DTYPES(RG_DTYPE_ENUM)
+#undef RG_DTYPE_ENUM
+};
+
+inline constexpr DType kFloat32 = DType::f32;
+inline constexpr DType kFloat64 = DType::f64;
+inline constexpr DType kBFloat16 = DType::bf16;
+inline constexpr DType kInt32 = DType::i32;
+inline constexpr DType kInt64 = DType::i64;
+inline constexpr DType kBool = DType::b8;
+
+size_t itemsize(DType t);
+const char* dtype_name(DType t);  // "float32", "bfloat16", "int64", "bool", ...
+bool is_floating(DType t);
+DType promote_types(DType a, DType b);
+inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+template <typename T> struct dtype_of;
+#define RG_DTYPE_OF(name, type, size) \
+  template <> struct dtype_of<type> { static constexpr DType value = DType::name; };
+RG_DTYPES(RG_DTYPE_OF)
+#undef RG_DTYPE_OF
+
+}  // namespace rg
+
+// RG_DISPATCH_FLOAT(dtype, "op", [&]<typename T>() {...}) calls the lambda with T = float or
+// double; RG_DISPATCH_ALL adds the integer types and bool. bf16 is converted by callers.
+#define RG_DISPATCH_FLOAT(dtype, opname, fn)                                           \
+  [&] {                                                                                \
+    switch (dtype) {                                                                   \
+      case ::rg::DType::f32: return fn.template operator()<float>();                   \
+      case ::rg::DType::f64: return fn.template operator()<double>();                  \
+      default: RG_FAIL(opname, ": unsupported dtype ", ::rg::dtype_name(dtype));      \
+    }                                                                                  \
+  }()
+
+#define RG_DISPATCH_ALL(dtype, opname, fn)                                             \
+  [&] {                                                                                \
+    switch (dtype) {                                                                   \
+      case ::rg::DType::f32: return fn.template operator()<float>();                   \
+      case ::rg::DType::f64: return fn.template operator()<double>();                  \
+      case ::rg::DType::i32: return fn.template operator()<int32_t>();                 \
+      case ::rg::DType::i64: return fn.template operator()<int64_t>();                 \
+      case ::rg::DType::b8: return fn.template operator()<bool>();                     \
+      case ::rg::DType::bf16: return fn.template operator()<::rg::bf16_t>();           \
+    }                                                                                  \
+    RG_FAIL(opname, ": unsupported dtype");                                            \
+  }()

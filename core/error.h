@@ -1,0 +1,33 @@
+// The one error type of ringgrad, and RG_CHECK, the one way to raise it.
+// Messages name the op and the offending shapes/values, e.g.
+//   matmul: shapes [2,3] and [4,5] cannot be multiplied (3 != 4)
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace rg {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Concatenates anything printable with operator<< into one string.
+template <typename... Args>
+std::string str(Args&&... args) {
+  std::ostringstream out;
+  (out << ... << std::forward<Args>(args));
+  return out.str();
+}
+
+}  // namespace rg
+
+// RG_CHECK(cond, "op: message ", value, ...) throws rg::Error when cond is false.
+#define RG_CHECK(cond, ...)                                  \
+  do {                                                       \
+    if (!(cond)) throw ::rg::Error(::rg::str(__VA_ARGS__)); \
+  } while (0)
+
+#define RG_FAIL(...) throw ::rg::Error(::rg::str(__VA_ARGS__))

@@ -66,24 +66,24 @@ RG_DTYPES(RG_DTYPE_OF)
 
 // RG_DISPATCH_FLOAT(dtype, "op", [&]<typename T>() {...}) calls the lambda with T = float or
 // double; RG_DISPATCH_ALL adds the integer types and bool. bf16 is converted by callers.
-#define RG_DISPATCH_FLOAT(dtype, opname, fn)                                           \
+#define RG_DISPATCH_FLOAT(dtype, opname, ...)                                           \
   [&] {                                                                                \
     switch (dtype) {                                                                   \
-      case ::rg::DType::f32: return fn.template operator()<float>();                   \
-      case ::rg::DType::f64: return fn.template operator()<double>();                  \
+      case ::rg::DType::f32: return (__VA_ARGS__).template operator()<float>();                   \
+      case ::rg::DType::f64: return (__VA_ARGS__).template operator()<double>();                  \
       default: RG_FAIL(opname, ": unsupported dtype ", ::rg::dtype_name(dtype));      \
     }                                                                                  \
   }()
 
-#define RG_DISPATCH_ALL(dtype, opname, fn)                                             \
+#define RG_DISPATCH_ALL(dtype, opname, ...)                                             \
   [&] {                                                                                \
     switch (dtype) {                                                                   \
-      case ::rg::DType::f32: return fn.template operator()<float>();                   \
-      case ::rg::DType::f64: return fn.template operator()<double>();                  \
-      case ::rg::DType::i32: return fn.template operator()<int32_t>();                 \
-      case ::rg::DType::i64: return fn.template operator()<int64_t>();                 \
-      case ::rg::DType::b8: return fn.template operator()<bool>();                     \
-      case ::rg::DType::bf16: return fn.template operator()<::rg::bf16_t>();           \
+      case ::rg::DType::f32: return (__VA_ARGS__).template operator()<float>();                   \
+      case ::rg::DType::f64: return (__VA_ARGS__).template operator()<double>();                  \
+      case ::rg::DType::i32: return (__VA_ARGS__).template operator()<int32_t>();                 \
+      case ::rg::DType::i64: return (__VA_ARGS__).template operator()<int64_t>();                 \
+      case ::rg::DType::b8: return (__VA_ARGS__).template operator()<bool>();                     \
+      case ::rg::DType::bf16: return (__VA_ARGS__).template operator()<::rg::bf16_t>();           \
     }                                                                                  \
     RG_FAIL(opname, ": unsupported dtype");                                            \
   }()

@@ -1,0 +1,13 @@
+// The type a CPU kernel computes in for a storage type: bf16 is widened to float,
+// everything else computes in itself.
+#pragma once
+#include <type_traits>
+
+#include "core/dtype.h"
+
+namespace rg::cpu {
+
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, bf16_t>, float, T>;
+
+}  // namespace rg::cpu

@@ -1,0 +1,85 @@
+// The CPU backend's one loop over strided tensors. N tensors of the same (already
+// broadcast) shape are walked together: dims that are contiguous in every tensor are
+// merged, then the innermost run is handed to `inner(ptrs, byte_strides, n)` so kernels
+// write a tight loop (and a contiguous fast path when every stride equals the item size).
+// Outer runs are split across threads with rg::parallel_for.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace rg::cpu {
+
+template <int N>
+struct StridedLoop {
+  int ndim = 0;
+  Shape shape;                            // merged shape, innermost last
+  std::array<Strides, N> byte_strides;    // per tensor, per merged dim
+  std::array<char*, N> base;
+
+  explicit StridedLoop(const std::array<const Tensor*, N>& tensors) {
+    const Shape& full = tensors[0]->shape();
+    for (int t = 0; t < N; ++t) base[t] = static_cast<char*>(tensors[t]->data_ptr());
+    // Drop size-1 dims, then merge neighbours that are contiguous in every tensor.
+    for (size_t d = 0; d < full.size(); ++d) {
+      if (full[d] == 1) continue;
+      bool merge = !shape.empty();
+      for (int t = 0; t < N && merge; ++t) {
+        int64_t st = tensors[t]->strides()[d] * static_cast<int64_t>(itemsize(tensors[t]->dtype()));
+        merge = byte_strides[t].back() == st * full[d];
+      }
+      if (merge) {
+        shape.back() *= full[d];
+        for (int t = 0; t < N; ++t)
+          byte_strides[t].back() =
+              tensors[t]->strides()[d] * static_cast<int64_t>(itemsize(tensors[t]->dtype()));
+      } else {
+        shape.push_back(full[d]);
+        for (int t = 0; t < N; ++t)
+          byte_strides[t].push_back(tensors[t]->strides()[d] *
+                                    static_cast<int64_t>(itemsize(tensors[t]->dtype())));
+      }
+    }
+    if (shape.empty()) {  // scalar or all size-1
+      shape.push_back(numel_of(full) == 0 ? 0 : 1);
+      for (int t = 0; t < N; ++t) byte_strides[t].push_back(0);
+    }
+    ndim = static_cast<int>(shape.size());
+  }
+
+  // inner(std::array<char*, N> ptrs, std::array<int64_t, N> inner_byte_strides, int64_t n)
+  template <typename F>
+  void run(F&& inner, int64_t grain = 32768) const {
+    int64_t inner_n = shape.back();
+    if (inner_n == 0) return;
+    int64_t outer = 1;
+    for (int d = 0; d + 1 < ndim; ++d) outer *= shape[d];
+    std::array<int64_t, N> inner_stride;
+    for (int t = 0; t < N; ++t) inner_stride[t] = byte_strides[t].back();
+    if (outer == 1) {  // one long run: split it across threads
+      parallel_for(inner_n, grain, [&](int64_t begin, int64_t end) {
+        std::array<char*, N> ptrs = base;
+        for (int t = 0; t < N; ++t) ptrs[t] += begin * inner_stride[t];
+        inner(ptrs, inner_stride, end - begin);
+      });
+      return;
+    }
+    int64_t rows_per_grain = std::max<int64_t>(1, grain / inner_n);
+    parallel_for(outer, rows_per_grain, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        std::array<char*, N> ptrs = base;
+        int64_t rem = row;
+        for (int d = ndim - 2; d >= 0; --d) {
+          int64_t idx = rem % shape[d];
+          rem /= shape[d];
+          for (int t = 0; t < N; ++t) ptrs[t] += idx * byte_strides[t][d];
+        }
+        inner(ptrs, inner_stride, inner_n);
+      }
+    });
+  }
+};
+
+}  // namespace rg::cpu

@@ -1,4 +1,9 @@
 // Umbrella header: everything a user of ringgrad needs.
 #pragma once
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+#include "autograd/hooks.h"
 #include "core/device_interface.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/ops.h"

@@ -1,0 +1,130 @@
+// The backward engine. From the root's node it counts, for every reachable node, how
+// many edges lead into it; then it runs nodes whose inputs are all in, latest-created
+// first (reverse of the forward order), summing gradients that arrive at the same node.
+// Gradients thus become ready in (roughly) reverse registration order of the parameters,
+// which is the order the data-parallel reducer's buckets are built for.
+#include <functional>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
+#include "autograd/meta.h"
+#include "ops/ops.h"
+
+namespace rg {
+
+namespace {
+
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
+struct ByLatestFirst {
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+  std::shared_ptr<Node> root_node = gradient_edge(root);
+  RG_CHECK(root_node != nullptr,
+           "backward: the tensor does not require grad and has no grad_fn (did you call "
+           "requires_grad_() on the inputs, or run the forward under NoGradGuard?)");
+
+  // Dependency counts over the reachable graph.
+  std::unordered_map<Node*, int> dependencies;
+  std::vector<Node*> stack{root_node.get()};
+  std::unordered_set<Node*> seen{root_node.get()};
+  std::vector<std::shared_ptr<Node>> keep_alive{root_node};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (auto& next : node->next) {
+      if (!next) continue;
+      dependencies[next.get()]++;
+      if (seen.insert(next.get()).second) {
+        stack.push_back(next.get());
+        keep_alive.push_back(next);
+      }
+    }
+  }
+
+  std::vector<std::function<void()>> callbacks;
+  auto* previous_callbacks = t_callbacks;
+  t_callbacks = &callbacks;
+  struct Restore {
+    std::vector<std::function<void()>>* previous;
+    ~Restore() { t_callbacks = previous; }
+  } restore{previous_callbacks};
+
+  NoGradGuard no_grad;
+  std::unordered_map<Node*, Tensor> pending;
+  pending[root_node.get()] = root_grad;
+  std::priority_queue<Node*, std::vector<Node*>, ByLatestFirst> ready;
+  ready.push(root_node.get());
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    Tensor grad = std::move(pending[node]);
+    pending.erase(node);
+    for (auto& hook : node->pre_hooks) {
+      Tensor replaced = hook(grad);
+      if (replaced.defined()) grad = replaced;
+    }
+    if (auto retained = node->retained.lock()) {
+      AutogradMeta& meta = autograd_meta(Tensor(retained));
+      meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.clone();
+    }
+    std::vector<Tensor> input_grads = node->apply(grad);
+    for (size_t i = 0; i < node->next.size(); ++i) {
+      Node* next = node->next[i].get();
+      if (!next) continue;
+      if (i < input_grads.size() && input_grads[i].defined()) {
+        Tensor& slot = pending[next];
+        slot = slot.defined() ? add(slot, input_grads[i]) : input_grads[i];
+      }
+      if (--dependencies[next] == 0) {
+        if (pending.count(next)) {
+          ready.push(next);
+        } else {  // no gradient reached it: its subgraph gets nothing either
+          std::vector<Node*> skip{next};
+          while (!skip.empty()) {
+            Node* s = skip.back();
+            skip.pop_back();
+            for (auto& n : s->next)
+              if (n && --dependencies[n.get()] == 0) {
+                if (pending.count(n.get())) ready.push(n.get());
+                else skip.push_back(n.get());
+              }
+          }
+        }
+      }
+    }
+  }
+  if (!retain_graph) {
+    for (auto& node : keep_alive) node->release();
+  }
+  for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
+}
+
+}  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  RG_CHECK(t_callbacks != nullptr, "queue_callback: no backward is running in this thread");
+  t_callbacks->push_back(std::move(callback));
+}
+
+bool in_backward() { return t_callbacks != nullptr; }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  Tensor grad = gradient;
+  if (!grad.defined()) {
+    RG_CHECK(numel() == 1, "backward: grad can be implicitly created only for scalar outputs; "
+             "this tensor has shape ", shape_str(shape()), " (pass a gradient of that shape)");
+    grad = ones(shape(), dtype(), device());
+  } else {
+    RG_CHECK(grad.shape() == shape(), "backward: gradient of shape ", shape_str(grad.shape()),
+             " does not match the tensor's shape ", shape_str(shape()));
+  }
+  run_backward(*this, grad, retain_graph);
+}
+
+}  // namespace rg

@@ -1,0 +1,91 @@
+// Copies: clone, contiguous, to(device/dtype) and the in-place copy_/fill_/zero_.
+// Cross-device copies go through the device interface (contiguous bytes), conversions and
+// strided layouts through the device's `copy` kernel.
+#include "core/device_interface.h"
+#include "ops/ops.h"
+#include "ops/record.h"
+
+namespace rg {
+
+namespace {
+
+void check_inplace(const char* op, const Tensor& self, const Tensor& other = Tensor()) {
+  RG_CHECK(!GradMode::is_enabled() || (!self.requires_grad() &&
+                                       !(other.defined() && other.requires_grad())),
+           op, ": in-place operation on a tensor that requires grad; run it under NoGradGuard "
+           "(as optimizers do) or use the out-of-place op");
+}
+
+// dst <- src: shapes equal (src already expanded), any devices, any dtypes.
+void copy_raw(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.device() == src.device()) {
+    RG_KERNEL(dst.device(), copy)(dst, src);
+    return;
+  }
+  // Convert and densify on the source side, move bytes, then lay out on the destination.
+  Tensor packed = src;
+  if (packed.dtype() != dst.dtype() || !packed.is_contiguous()) {
+    packed = empty(src.shape(), dst.dtype(), src.device());
+    RG_KERNEL(src.device(), copy)(packed, src);
+  }
+  Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.dtype(), dst.device());
+  const Device mover = dst.device().is_cpu() ? src.device() : dst.device();
+  device_interface(mover.type).copy(landing.data_ptr(), dst.device(), packed.data_ptr(),
+                                    src.device(), dst.nbytes());
+  if (!landing.is_same(dst)) RG_KERNEL(dst.device(), copy)(dst, landing);
+}
+
+}  // namespace
+
+Tensor clone(const Tensor& x) {
+  Tensor out = empty(x.shape(), x.dtype(), x.device());
+  copy_raw(out, x);
+  if (needs_grad({x})) record("clone", out, {x}, [](const Tensor& g) { return std::vector{g}; });
+  return out;
+}
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
+
+Tensor to(const Tensor& x, Device device, DType dtype) {
+  if (x.device() == device && x.dtype() == dtype) return x;
+  RG_CHECK(!(x.requires_grad() && !is_floating(dtype)), "to: cannot convert a tensor that "
+           "requires grad to the non-floating type ", dtype);
+  Tensor out = empty(x.shape(), dtype, device);
+  copy_raw(out, x);
+  if (needs_grad({x})) {
+    Device src_device = x.device();
+    DType src_dtype = x.dtype();
+    record("to", out, {x}, [src_device, src_dtype](const Tensor& g) {
+      return std::vector{to(g, src_device, src_dtype)};
+    });
+  }
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return rg::contiguous(*this); }
+Tensor Tensor::clone() const { return rg::clone(*this); }
+Tensor Tensor::to(DType dtype) const { return rg::to(*this, device(), dtype); }
+Tensor Tensor::to(Device device) const { return rg::to(*this, device, dtype()); }
+Tensor Tensor::to(Device device, DType dtype) const { return rg::to(*this, device, dtype); }
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_inplace("copy_", *this, src);
+  Shape target = broadcast_shapes(shape(), src.shape(), "copy_");
+  RG_CHECK(target == shape(), "copy_: source of shape ", shape_str(src.shape()),
+           " cannot be broadcast to the destination's shape ", shape_str(shape()));
+  copy_raw(*this, rg::expand(src.detach(), shape()));
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_inplace("fill_", *this);
+  if (numel()) RG_KERNEL(device(), fill)(*this, value);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+}  // namespace rg

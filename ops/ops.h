@@ -1,0 +1,154 @@
+// The public ops of ringgrad. Each is defined in ops/<family>.cpp together with its
+// derivative: the forward validates its inputs (throwing rg::Error that names the op and
+// the shapes), allocates outputs, calls the device's kernel from the op table, and — when
+// grad mode is on and an input requires grad — records a node whose closure is the
+// backward. Every op accepts non-contiguous inputs.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/op_table.h"
+#include "core/tensor.h"
+
+namespace rg {
+
+// ---- factories (ops/factory.cpp)
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = kCPU);
+Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = kCPU);
+Tensor arange(int64_t end, DType dtype = DType::i64, Device device = kCPU);
+Tensor arange(double start, double end, double step = 1, DType dtype = DType::f32,
+              Device device = kCPU);
+Tensor scalar_tensor(double value, DType dtype = DType::f32, Device device = kCPU);
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+// Copies values (converted to dtype) into a new tensor of `shape` (default: 1-D).
+Tensor tensor(const std::vector<double>& values, const Shape& shape = {},
+              DType dtype = DType::f32, Device device = kCPU);
+Tensor tensor(const std::vector<float>& values, const Shape& shape = {});
+Tensor tensor(const std::vector<int64_t>& values, const Shape& shape = {});
+
+// ---- random numbers (ops/random.cpp): a thread-local Philox generator (seed, offset);
+// a tensor of n elements consumes n counters, so results do not depend on threads/device.
+struct Generator {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+void manual_seed(uint64_t seed);     // this thread's default generator
+Generator& default_generator();      // this thread's
+Tensor rand(const Shape& shape, DType dtype = DType::f32, Device device = kCPU,
+            Generator* gen = nullptr);  // uniform [0, 1)
+Tensor randn(const Shape& shape, DType dtype = DType::f32, Device device = kCPU,
+             Generator* gen = nullptr);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) (training only).
+Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
+
+// ---- elementwise (ops/elementwise.cpp), NumPy broadcasting and type promotion
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor logical_not(const Tensor& x);
+Tensor clamp(const Tensor& x, double min, double max);
+// Scalar forms
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// ---- reductions (ops/reduce.cpp); dims may be negative; empty dims = all
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // over all elements (flattened index)
+// Reduces a gradient of a broadcast result back to `shape` (sums broadcast dims).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- linear algebra (ops/matmul.cpp): 1-D, 2-D and batched with broadcast batch dims
+Tensor matmul(const Tensor& a, const Tensor& b);
+// y = x @ weight^T + bias, weight [out, in] (PyTorch's Linear layout)
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- neural-network ops (one file each, fused forward + backward)
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+enum class Reduction { none, mean, sum };
+// logits [N, C] (or [..., C]), targets [N] (or [...]) integer class ids.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
+                     Reduction reduction = Reduction::mean, int64_t ignore_index = -100);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
+
+// ---- shape ops (ops/views.cpp, ops/cat.cpp); views share storage
+Tensor view(const Tensor& x, const Shape& shape);
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+Tensor tril_mask(int64_t rows, int64_t cols, Device device = kCPU);  // bool, true on/below diagonal
+
+// ---- copies (ops/copy.cpp)
+Tensor contiguous(const Tensor& x);
+Tensor clone(const Tensor& x);
+Tensor to(const Tensor& x, Device device, DType dtype);
+
+// ---- comparisons for tests and checks
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+bool equal(const Tensor& a, const Tensor& b);  // same shape and bit-identical values
+double max_abs_diff(const Tensor& a, const Tensor& b);
+
+}  // namespace rg

@@ -1,0 +1,37 @@
+// softmax and log_softmax along a dim, fused forward and backward kernels.
+// Backward uses the output y: softmax dx = y * (dy - sum(dy * y)); log_softmax
+// dx = dy - exp(y) * sum(dy).
+#include "ops/ops.h"
+#include "ops/record.h"
+
+namespace rg {
+
+namespace {
+
+Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  check_defined(name, x_in, "input");
+  RG_CHECK(is_floating(x_in.dtype()), name, ": expected a floating-point input, got ", x_in.dtype());
+  int64_t d = wrap_dim(dim, x_in.dim(), name);
+  Tensor x = contiguous(x_in);
+  Tensor out = empty(x.shape(), x.dtype(), x.device());
+  if (out.numel()) RG_KERNEL(x.device(), softmax)(out, x.detach(), x.dim() ? d : 0, log);
+  if (needs_grad({x})) {
+    SavedTensor saved_y(out, name);
+    record(name, out, {x}, [saved_y, d, log](const Tensor& g) {
+      Tensor y = saved_y.get();
+      Tensor gc = contiguous(g);
+      Tensor dx = empty(y.shape(), y.dtype(), y.device());
+      if (dx.numel()) RG_KERNEL(y.device(), softmax_backward)(dx, gc, y, y.dim() ? d : 0, log);
+      return std::vector{dx};
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+}  // namespace rg

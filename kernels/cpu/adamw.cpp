@@ -1,0 +1,63 @@
+// CPU fused AdamW for one parameter (param, grad, exp_avg, exp_avg_sq contiguous, same
+// dtype, f32 or f64). Same operation order as PyTorch's single-tensor (non-foreach) AdamW,
+// with its scalars computed in double and rounded once to the tensor dtype:
+//   p   = p * (1 - lr * wd)                            decoupled weight decay, first
+//   m   = lerp(m, g, 1 - b1)                           PyTorch's lerp_ formula
+//   v   = v * b2 + (1 - b2) * g * g
+//   p   = p + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),  bc = 1 - b^step
+#include <cmath>
+
+#include "core/op_table.h"
+#include "core/parallel.h"
+
+namespace rg::cpu {
+namespace {
+
+template <typename T>
+void adamw_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, const AdamWArgs& args) {
+  T* p = param.data<T>();
+  const T* g = grad.data<T>();
+  T* m = exp_avg.data<T>();
+  T* v = exp_avg_sq.data<T>();
+  const double bc1 = 1.0 - std::pow(args.beta1, static_cast<double>(args.step));
+  const double bc2 = 1.0 - std::pow(args.beta2, static_cast<double>(args.step));
+  const T decay = T(1.0 - args.lr * args.weight_decay);
+  const T w1 = T(1.0 - args.beta1), b2 = T(args.beta2), w2 = T(1.0 - args.beta2);
+  const T step_size = T(-(args.lr / bc1)), bc2_sqrt = T(std::sqrt(bc2)), eps = T(args.eps);
+  const bool lerp_low = w1 < T(0.5);
+  parallel_for(param.numel(), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T pi = p[i] * decay;
+      T gi = g[i];
+      T mi = lerp_low ? m[i] + w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - w1);
+      T vi = v[i] * b2 + w2 * gi * gi;
+      T denom = std::sqrt(vi) / bc2_sqrt + eps;
+      p[i] = pi + step_size * mi / denom;
+      m[i] = mi;
+      v[i] = vi;
+    }
+  });
+}
+
+void adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+           const AdamWArgs& args) {
+  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
+    RG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), "adamw: state ",
+             shape_str(t->shape()), " ", t->dtype(), " does not match parameter ",
+             shape_str(param.shape()), " ", param.dtype());
+    RG_CHECK(t->is_contiguous(), "adamw: tensors must be contiguous");
+  }
+  RG_CHECK(param.is_contiguous(), "adamw: parameter must be contiguous");
+  RG_CHECK(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
+  RG_DISPATCH_FLOAT(param.dtype(), "adamw",
+                    [&]<typename T>() { adamw_typed<T>(param, grad, exp_avg, exp_avg_sq, args); });
+}
+
+const bool registered = [] {
+  kernel_table(DeviceType::cpu).adamw = adamw;
+  return true;
+}();
+
+}  // namespace
+}  // namespace rg::cpu

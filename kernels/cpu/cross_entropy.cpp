@@ -1,0 +1,148 @@
+// CPU fused softmax + cross-entropy. logits [N, C] (any strides), targets [N] (int64 or
+// int32), loss [N] and dloss [N] in logits' dtype, dlogits [N, C].
+//   forward:  loss[n] = logsumexp(logits[n]) - logits[n, target[n]]
+//   backward: dlogits[n] = (softmax(logits[n]) - onehot(target[n])) * dloss[n]
+// Rows whose target equals ignore_index get loss 0 and a zero gradient row. Targets are
+// checked before any parallel region. Sums of exp accumulate in double; bf16 computes in
+// float.
+#include <cmath>
+#include <limits>
+
+#include "core/op_table.h"
+#include "core/parallel.h"
+#include "kernels/cpu/compute_type.h"
+#include "kernels/cpu/tensor_utils.h"
+
+namespace rg::cpu {
+namespace {
+
+std::vector<int64_t> checked_targets(const Tensor& logits, const Tensor& targets,
+                                     int64_t ignore_index, const char* op) {
+  RG_CHECK(logits.dim() == 2, op, ": logits must be [N, C], got ", shape_str(logits.shape()));
+  std::vector<int64_t> t = read_indices(targets, op);
+  RG_CHECK(static_cast<int64_t>(t.size()) == logits.size(0), op, ": ", t.size(),
+           " targets for logits ", shape_str(logits.shape()));
+  const int64_t classes = logits.size(1);
+  for (int64_t v : t)
+    RG_CHECK(v == ignore_index || (v >= 0 && v < classes), op, ": target ", v, " out of range for ",
+             classes, " classes");
+  return t;
+}
+
+// max and log(sum(exp(x - max))) of one strided row (kept apart: x - max rounds exactly
+// for nearby x, max + log_sum would not)
+template <typename T>
+void row_logsumexp(const T* x, int64_t c, int64_t s, compute_t<T>* mx, compute_t<T>* log_sum) {
+  using C = compute_t<T>;
+  C m = -std::numeric_limits<C>::infinity();
+  for (int64_t j = 0; j < c; ++j) m = std::max(m, C(x[j * s]));
+  if (m == -std::numeric_limits<C>::infinity()) m = 0;
+  double sum = 0;
+  if (s == 1) {
+    for (int64_t j = 0; j < c; ++j) sum += double(std::exp(C(x[j]) - m));
+  } else {
+    for (int64_t j = 0; j < c; ++j) sum += double(std::exp(C(x[j * s]) - m));
+  }
+  *mx = m;
+  *log_sum = C(std::log(sum));
+}
+
+template <typename T>
+void cross_entropy_typed(const Tensor& loss, const Tensor& logits, const std::vector<int64_t>& t,
+                         int64_t ignore_index) {
+  using C = compute_t<T>;
+  const int64_t n = logits.size(0), c = logits.size(1);
+  const int64_t s0 = logits.stride(0), s1 = logits.stride(1);
+  const T* x = logits.data<T>();
+  T* out = loss.data<T>();
+  const int64_t ls = loss.dim() == 0 ? 0 : loss.stride(0);
+  parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      if (t[r] == ignore_index) {
+        out[r * ls] = T(0);
+        continue;
+      }
+      C mx, log_sum;
+      row_logsumexp(x + r * s0, c, s1, &mx, &log_sum);
+      out[r * ls] = T(log_sum - (C(x[r * s0 + t[r] * s1]) - mx));
+    }
+  });
+}
+
+template <typename T>
+void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
+                                  const std::vector<int64_t>& t, const Tensor& dloss,
+                                  int64_t ignore_index) {
+  using C = compute_t<T>;
+  const int64_t n = logits.size(0), c = logits.size(1);
+  const int64_t s0 = logits.stride(0), s1 = logits.stride(1);
+  const int64_t d0 = dlogits.stride(0), d1 = dlogits.stride(1);
+  const int64_t ls = dloss.dim() == 0 ? 0 : dloss.stride(0);
+  const T* x = logits.data<T>();
+  const T* dl = dloss.data<T>();
+  T* dx = dlogits.data<T>();
+  parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      T* drow = dx + r * d0;
+      if (t[r] == ignore_index) {
+        for (int64_t j = 0; j < c; ++j) drow[j * d1] = T(0);
+        continue;
+      }
+      const T* xrow = x + r * s0;
+      C mx, log_sum;
+      row_logsumexp(xrow, c, s1, &mx, &log_sum);
+      C g = C(dl[r * ls]);
+      for (int64_t j = 0; j < c; ++j)
+        drow[j * d1] = T(std::exp((C(xrow[j * s1]) - mx) - log_sum) * g);
+      drow[t[r] * d1] = T(C(drow[t[r] * d1]) - g);
+    }
+  });
+}
+
+template <typename F>
+void dispatch(DType dtype, const char* op, F f) {
+  switch (dtype) {
+    case DType::f32:
+      return f.template operator()<float>();
+    case DType::f64:
+      return f.template operator()<double>();
+    case DType::bf16:
+      return f.template operator()<bf16_t>();
+    default:
+      RG_FAIL(op, ": unsupported dtype ", dtype);
+  }
+}
+
+void cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
+                   int64_t ignore_index) {
+  std::vector<int64_t> t = checked_targets(logits, targets, ignore_index, "cross_entropy");
+  RG_CHECK(loss.numel() == logits.size(0) && loss.dim() <= 1 && loss.dtype() == logits.dtype(),
+           "cross_entropy: loss ", shape_str(loss.shape()), " does not match logits ",
+           shape_str(logits.shape()));
+  dispatch(logits.dtype(), "cross_entropy",
+           [&]<typename T>() { cross_entropy_typed<T>(loss, logits, t, ignore_index); });
+}
+
+void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                            const Tensor& dloss, int64_t ignore_index) {
+  const char* op = "cross_entropy_backward";
+  std::vector<int64_t> t = checked_targets(logits, targets, ignore_index, op);
+  RG_CHECK(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op, ": dlogits ",
+           shape_str(dlogits.shape()), " does not match logits ", shape_str(logits.shape()));
+  RG_CHECK(dloss.numel() == logits.size(0) && dloss.dim() <= 1 && dloss.dtype() == logits.dtype(),
+           op, ": dloss ", shape_str(dloss.shape()), " does not match logits ",
+           shape_str(logits.shape()));
+  dispatch(logits.dtype(), op, [&]<typename T>() {
+    cross_entropy_backward_typed<T>(dlogits, logits, t, dloss, ignore_index);
+  });
+}
+
+const bool registered = [] {
+  KernelTable& k = kernel_table(DeviceType::cpu);
+  k.cross_entropy = cross_entropy;
+  k.cross_entropy_backward = cross_entropy_backward;
+  return true;
+}();
+
+}  // namespace
+}  // namespace rg::cpu

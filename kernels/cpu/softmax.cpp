@@ -1,0 +1,165 @@
+// CPU softmax / log_softmax and their backward along any dim of contiguous tensors.
+// The tensor is seen as [outer, dim, inner]; inner == 1 walks contiguous rows, inner > 1
+// walks blocks of kColumnBlock columns so the inner loop stays contiguous. Stable: the
+// row max is subtracted before exp; sums accumulate in double. bf16 computes in float.
+//   softmax:      y = exp(x - max) / sum          log: y = x - max - log(sum)
+//   backward:     dx = y * (dy - sum(dy * y))     log: dx = dy - exp(y) * sum(dy)
+#include <cmath>
+#include <limits>
+
+#include "core/op_table.h"
+#include "core/parallel.h"
+#include "kernels/cpu/compute_type.h"
+
+namespace rg::cpu {
+namespace {
+
+constexpr int64_t kColumnBlock = 64;
+
+struct Geometry {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+
+Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
+  RG_CHECK(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
+           " out of range for shape ", shape_str(t.shape()));
+  Geometry g;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    (d < dim ? g.outer : d == dim ? g.dim : g.inner) *= t.size(d);
+  return g;
+}
+
+// Calls body(x_offset, stride, width) for every [dim] line of `width` adjacent columns:
+// element (i, j) of the line is at x_offset + i * stride + j. Parallel over lines.
+template <typename F>
+void for_each_line(const Geometry& g, F body) {
+  int64_t blocks = (g.inner + kColumnBlock - 1) / kColumnBlock;
+  int64_t per_task = g.dim * std::min(g.inner, kColumnBlock);
+  parallel_for(g.outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(per_task, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   int64_t o = t / blocks, j0 = (t % blocks) * kColumnBlock;
+                   body(o * g.dim * g.inner + j0, g.inner, std::min(kColumnBlock, g.inner - j0));
+                 }
+               });
+}
+
+// Contiguous rows (inner == 1): the common case of the last dim.
+template <typename T>
+void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
+  using C = compute_t<T>;
+  const int64_t n = g.dim;
+  parallel_for(
+      g.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const T* xr = x + r * n;
+          T* yr = y + r * n;
+          C mx = -std::numeric_limits<C>::infinity();
+          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, C(xr[i]));
+          if (mx == -std::numeric_limits<C>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
+          double sum = 0;
+          for (int64_t i = 0; i < n; ++i) sum += double(std::exp(C(xr[i]) - mx));
+          if (log) {  // (x - max) - log(sum): rounding x - max first keeps small results exact
+            C log_sum = C(std::log(sum));
+            for (int64_t i = 0; i < n; ++i) yr[i] = T((C(xr[i]) - mx) - log_sum);
+          } else {
+            C scale = C(1.0 / sum);
+            for (int64_t i = 0; i < n; ++i) yr[i] = T(std::exp(C(xr[i]) - mx) * scale);
+          }
+        }
+      });
+}
+
+template <typename T>
+void softmax_typed(T* y, const T* x, const Geometry& g, bool log) {
+  using C = compute_t<T>;
+  if (g.inner == 1) return softmax_rows<T>(y, x, g, log);
+  for_each_line(g, [&](int64_t off, int64_t s, int64_t w) {
+    C mx[kColumnBlock];
+    double sum[kColumnBlock];
+    for (int64_t j = 0; j < w; ++j) mx[j] = -std::numeric_limits<C>::infinity(), sum[j] = 0;
+    for (int64_t i = 0; i < g.dim; ++i)
+      for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], C(x[off + i * s + j]));
+    for (int64_t j = 0; j < w; ++j)  // an all -inf line gives NaN, as in PyTorch
+      if (mx[j] == -std::numeric_limits<C>::infinity()) mx[j] = 0;
+    for (int64_t i = 0; i < g.dim; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        sum[j] += double(std::exp(C(x[off + i * s + j]) - mx[j]));
+      }
+    C scale[kColumnBlock];
+    for (int64_t j = 0; j < w; ++j) scale[j] = log ? C(std::log(sum[j])) : C(1.0 / sum[j]);
+    for (int64_t i = 0; i < g.dim; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        int64_t at = off + i * s + j;
+        C shifted = C(x[at]) - mx[j];
+        y[at] = log ? T(shifted - scale[j]) : T(std::exp(shifted) * scale[j]);
+      }
+  });
+}
+
+template <typename T>
+void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
+  using C = compute_t<T>;
+  for_each_line(g, [&](int64_t off, int64_t s, int64_t w) {
+    double dot[kColumnBlock];
+    for (int64_t j = 0; j < w; ++j) dot[j] = 0;
+    for (int64_t i = 0; i < g.dim; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        int64_t at = off + i * s + j;
+        dot[j] += log ? double(C(dy[at])) : double(C(dy[at])) * double(C(y[at]));
+      }
+    for (int64_t i = 0; i < g.dim; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        int64_t at = off + i * s + j;
+        C d = C(dot[j]);
+        dx[at] = log ? T(C(dy[at]) - std::exp(C(y[at])) * d) : T(C(y[at]) * (C(dy[at]) - d));
+      }
+  });
+}
+
+template <typename F>
+void dispatch(DType dtype, const char* op, F f) {
+  switch (dtype) {
+    case DType::f32:
+      return f.template operator()<float>();
+    case DType::f64:
+      return f.template operator()<double>();
+    case DType::bf16:
+      return f.template operator()<bf16_t>();
+    default:
+      RG_FAIL(op, ": unsupported dtype ", dtype);
+  }
+}
+
+void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  RG_CHECK(in.is_contiguous() && out.is_contiguous(), op, ": kernel needs contiguous tensors");
+  RG_CHECK(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
+  Geometry g = geometry(in, dim, op);
+  if (in.numel() == 0) return;
+  dispatch(in.dtype(), op,
+           [&]<typename T>() { softmax_typed<T>(out.data<T>(), in.data<T>(), g, log); });
+}
+
+void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, int64_t dim,
+                      bool log) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  RG_CHECK(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
+           ": kernel needs contiguous tensors");
+  RG_CHECK(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op, ": shapes differ");
+  Geometry g = geometry(y, dim, op);
+  if (y.numel() == 0) return;
+  dispatch(y.dtype(), op, [&]<typename T>() {
+    softmax_backward_typed<T>(grad_in.data<T>(), grad_out.data<T>(), y.data<T>(), g, log);
+  });
+}
+
+const bool registered = [] {
+  KernelTable& k = kernel_table(DeviceType::cpu);
+  k.softmax = softmax;
+  k.softmax_backward = softmax_backward;
+  return true;
+}();
+
+}  // namespace
+}  // namespace rg::cpu

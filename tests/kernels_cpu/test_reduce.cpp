@@ -1,0 +1,190 @@
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "tests/kernels_cpu/helpers.h"
+
+namespace rg::test {
+namespace {
+
+Shape keepdim_shape(const Shape& shape, const std::vector<int64_t>& dims) {
+  Shape out = shape;
+  for (int64_t d : dims) out[d] = 1;
+  return out;
+}
+
+// Naive f64 reference: walks every input element once.
+std::vector<double> reference(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims) {
+  Shape out_shape = keepdim_shape(in.shape(), dims);
+  int64_t n_out = numel_of(out_shape);
+  bool is_max = op == ReduceOp::max || op == ReduceOp::argmax;
+  std::vector<double> acc(
+      n_out, op == ReduceOp::sum || op == ReduceOp::mean ? 0.0 : (is_max ? -INFINITY : INFINITY));
+  std::vector<int64_t> arg(n_out, -1), count(n_out, 0);
+  std::vector<double> x = values(in);
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    int64_t rem = i, out_at = 0, out_mul = 1, red_at = 0, red_mul = 1;
+    for (int64_t d = in.dim() - 1; d >= 0; --d) {
+      int64_t idx = rem % in.size(d);
+      rem /= in.size(d);
+      if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+        red_at += idx * red_mul, red_mul *= in.size(d);
+      } else {
+        out_at += idx * out_mul;
+      }
+      out_mul *= out_shape[d];
+    }
+    double v = x[i];
+    ++count[out_at];
+    if (op == ReduceOp::sum || op == ReduceOp::mean) {
+      acc[out_at] += v;
+    } else {
+      bool better =
+          std::isnan(v) ? !std::isnan(acc[out_at]) : (is_max ? v > acc[out_at] : v < acc[out_at]);
+      // Row-major input order visits each output's reduced indices in increasing order.
+      if (arg[out_at] < 0 || better) acc[out_at] = v, arg[out_at] = red_at;
+    }
+  }
+  for (int64_t o = 0; o < n_out; ++o) {
+    if (op == ReduceOp::mean) acc[o] /= double(count[o]);
+    if (op == ReduceOp::argmax || op == ReduceOp::argmin) acc[o] = double(arg[o]);
+  }
+  return acc;
+}
+
+void check_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims,
+                  const std::string& what) {
+  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  Tensor out = empty(keepdim_shape(in.shape(), dims), arg ? DType::i64 : in.dtype());
+  cpu().reduce(op, out, in, dims);
+  std::vector<double> want = reference(op, in, dims);
+  double scale = 1;
+  if (op == ReduceOp::sum || op == ReduceOp::mean) {  // error grows with the magnitudes summed
+    double total = 0;
+    for (double v : values(in)) total += std::abs(v);
+    scale = op == ReduceOp::sum ? total + 1 : 1;
+  }
+  check_close(values(out), want, arg ? 0 : tolerance(in.dtype()), what, scale);
+}
+
+std::string describe(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims) {
+  std::string s = std::string(op_name(op)) + " " + shape_str(in.shape()) + " " +
+                  dtype_name(in.dtype()) + " dims [";
+  for (int64_t d : dims) s += std::to_string(d) + ",";
+  return s + "]" + (in.is_contiguous() ? "" : " strided");
+}
+
+TEST_CASE("reduce matches an f64 reference on random shapes, dims and dtypes") {
+  std::mt19937 rng(1);
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean,   ReduceOp::max,
+                          ReduceOp::min, ReduceOp::argmax, ReduceOp::argmin};
+  const DType dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64};
+  for (int trial = 0; trial < 60; ++trial) {
+    int ndim = 1 + trial % 4;
+    Shape shape;
+    for (int d = 0; d < ndim; ++d) {
+      int pick = std::uniform_int_distribution<int>(0, 9)(rng);
+      shape.push_back(pick == 0   ? 1
+                      : pick == 1 ? 0
+                                  : std::uniform_int_distribution<int>(2, 37)(rng));
+    }
+    if (trial % 7 != 0) std::replace(shape.begin(), shape.end(), int64_t(0), int64_t(3));
+    std::vector<int64_t> dims;
+    for (int d = 0; d < ndim; ++d)
+      if (std::uniform_int_distribution<int>(0, 1)(rng)) dims.push_back(d);
+    for (DType dt : dtypes) {
+      std::vector<int64_t> perm(ndim);
+      for (int d = 0; d < ndim; ++d) perm[d] = ndim - 1 - d;
+      Tensor in = trial % 2 ? permuted_tensor(shape, perm, dt, rng) : empty(shape, dt);
+      if (trial % 2 == 0)
+        fill_random(in, rng, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50);
+      for (ReduceOp op : ops) {
+        if (op == ReduceOp::mean && !is_floating(dt)) continue;
+        int64_t reduced = 1;
+        for (int64_t d : dims) reduced *= shape[d];
+        bool needs_elements = op != ReduceOp::sum && op != ReduceOp::mean;
+        if (needs_elements && reduced == 0 && in.numel() == 0 &&
+            numel_of(keepdim_shape(shape, dims)) > 0) {
+          Tensor out = empty(keepdim_shape(shape, dims),
+                             op == ReduceOp::argmax || op == ReduceOp::argmin ? DType::i64 : dt);
+          CHECK(error_of([&] { cpu().reduce(op, out, in, dims); }).find(op_name(op)) == 0);
+          continue;
+        }
+        check_reduce(op, in, dims, describe(op, in, dims));
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce covers the column, row and middle layouts") {
+  std::mt19937 rng(2);
+  for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
+    Tensor x = random_tensor({5, 300, 7}, dt, rng);
+    for (auto dims :
+         std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}, {}})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::argmin})
+        check_reduce(op, x, dims, describe(op, x, dims));
+  }
+  // Size-1 dims inside the reduced block and a broadcast (stride 0) input.
+  Tensor y = random_tensor({4, 1, 6, 1, 5}, DType::f32, rng);
+  check_reduce(ReduceOp::sum, y, {2, 3, 4}, "size-1 inside the block");
+  check_reduce(ReduceOp::argmax, y, {1, 2}, "size-1 kept dim");
+  Tensor row = random_tensor({1, 9}, DType::f32, rng);
+  Tensor expanded = make_view(row, {6, 9}, {0, 1}, 0);
+  check_reduce(ReduceOp::sum, expanded, {0}, "broadcast input over dim 0");
+  check_reduce(ReduceOp::max, expanded, {1}, "broadcast input over dim 1");
+}
+
+TEST_CASE("argmax and argmin take the first index on ties; max propagates NaN") {
+  Tensor x = empty({2, 5}, DType::f32);
+  std::vector<double> v = {1, 3, 3, 0, 3, 2, 2, NAN, 1, NAN};
+  for (int i = 0; i < 10; ++i) set(x, i, v[i]);
+  Tensor arg = empty({2, 1}, DType::i64), mx = empty({2, 1}, DType::f32);
+  cpu().reduce(ReduceOp::argmax, arg, x, {1});
+  CHECK(values(arg) == std::vector<double>{1, 2});
+  cpu().reduce(ReduceOp::argmin, arg, x, {1});
+  CHECK(values(arg) == std::vector<double>{3, 2});
+  cpu().reduce(ReduceOp::max, mx, x, {1});
+  CHECK(get(mx, 0) == 3);
+  CHECK(std::isnan(get(mx, 1)));
+}
+
+TEST_CASE("reduce over all dims is bit-identical with 1 and 2 threads") {
+  std::mt19937 rng(3);
+  for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
+    Tensor x = random_tensor({1000003}, dt, rng, -1, 1);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::argmin}) {
+      DType od = op == ReduceOp::argmin ? DType::i64 : dt;
+      Tensor one = empty({1}, od), two = empty({1}, od);
+      with_threads(1, [&] { cpu().reduce(op, one, x, {0}); });
+      with_threads(2, [&] { cpu().reduce(op, two, x, {0}); });
+      CHECK(std::memcmp(one.data_ptr(), two.data_ptr(), itemsize(od)) == 0);
+    }
+    Tensor rows = make_view(x, {3, 333334}, {333334, 1}, 0);  // 3 long rows
+    Tensor one = empty({3, 1}, dt), two = empty({3, 1}, dt);
+    with_threads(1, [&] { cpu().reduce(ReduceOp::sum, one, rows, {1}); });
+    with_threads(2, [&] { cpu().reduce(ReduceOp::sum, two, rows, {1}); });
+    CHECK(std::memcmp(one.data_ptr(), two.data_ptr(), 3 * itemsize(dt)) == 0);
+    check_reduce(ReduceOp::sum, rows, {1}, "long rows");
+  }
+  Tensor x = random_tensor({1000003}, DType::f32, rng, 0, 1);
+  check_reduce(ReduceOp::sum, x, {0}, "sum of 1e6 f32");
+}
+
+TEST_CASE("reduce errors name the op") {
+  Tensor x = empty({2, 3}, DType::f32), out = empty({2, 1}, DType::f32);
+  CHECK(error_of([&] { cpu().reduce(ReduceOp::sum, out, x, {2}); }).find("sum: dim 2") == 0);
+  CHECK(error_of([&] {
+          cpu().reduce(ReduceOp::mean, out, empty({2, 3}, DType::i32), {1});
+        }).find("mean") == 0);
+  Tensor e = empty({2, 0}, DType::f32);
+  CHECK(error_of([&] {
+          cpu().reduce(ReduceOp::max, out, e, {1});
+        }).find("max: cannot reduce an empty") == 0);
+  Tensor s = empty({2, 1}, DType::f32);
+  cpu().reduce(ReduceOp::sum, s, e, {1});
+  CHECK(values(s) == std::vector<double>{0, 0});
+}
+
+}  // namespace
+}  // namespace rg::test

@@ -1,0 +1,163 @@
+// Ring-buffer and socket byte streams (see byte_stream.h).
+//
+// Ring protocol: the writer owns write_pos, the reader owns read_pos; both only grow.
+// write_pos - read_pos bytes are readable, capacity minus that is writable. Publishing a
+// position with release and loading the other with acquire orders the data copies, so the
+// ring works between threads and between processes sharing the mapping.
+#include "dist/byte_stream.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+
+namespace rg::dist {
+
+void Doorbell::ring() {
+  seq_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
+}
+
+void Doorbell::wait(uint64_t seen, std::chrono::microseconds max) {
+  sleepers_.fetch_add(1);
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, max, [&] { return seq_.load() != seen; });
+  }
+  sleepers_.fetch_sub(1);
+}
+
+RingBuffer* RingBuffer::create(void* memory, size_t capacity) {
+  auto* ring = new (memory) RingBuffer();
+  ring->capacity = capacity;
+  return ring;
+}
+
+namespace {
+
+class RingStream : public ByteStream {
+ public:
+  RingStream(RingBuffer* out, RingBuffer* in, std::shared_ptr<void> keepalive,
+             std::shared_ptr<Doorbell> bell)
+      : out_(out), in_(in), keepalive_(std::move(keepalive)), bell_(std::move(bell)) {}
+  ~RingStream() override { close(); }
+
+  size_t write_some(const void* data, size_t n) override {
+    if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
+    const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
+    const uint64_t r = out_->read_pos.load(std::memory_order_acquire);
+    const uint64_t cap = out_->capacity;
+    const size_t k = std::min<uint64_t>(n, cap - (w - r));
+    if (k == 0) return 0;
+    const size_t at = w % cap, first = std::min<size_t>(k, cap - at);
+    std::memcpy(out_->bytes() + at, data, first);
+    std::memcpy(out_->bytes(), static_cast<const char*>(data) + first, k - first);
+    out_->write_pos.store(w + k, std::memory_order_release);
+    if (bell_) bell_->ring();
+    return k;
+  }
+
+  size_t read_some(void* data, size_t n) override {
+    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
+    uint64_t w = in_->write_pos.load(std::memory_order_acquire);
+    if (w == r) {
+      if (!in_->writer_closed.load(std::memory_order_acquire)) return 0;
+      w = in_->write_pos.load(std::memory_order_acquire);  // bytes written before the close
+      if (w == r) {
+        if (n == 0) return 0;
+        throw PeerClosed{};
+      }
+    }
+    const uint64_t cap = in_->capacity;
+    const size_t k = std::min<uint64_t>(n, w - r);
+    const size_t at = r % cap, first = std::min<size_t>(k, cap - at);
+    std::memcpy(data, in_->bytes() + at, first);
+    std::memcpy(static_cast<char*>(data) + first, in_->bytes(), k - first);
+    in_->read_pos.store(r + k, std::memory_order_release);
+    if (bell_ && k) bell_->ring();
+    return k;
+  }
+
+  void close() override {
+    if (closed_) return;
+    closed_ = true;
+    out_->writer_closed.store(1, std::memory_order_release);
+    in_->reader_closed.store(1, std::memory_order_release);
+    if (bell_) bell_->ring();
+  }
+
+ private:
+  RingBuffer* out_;
+  RingBuffer* in_;
+  std::shared_ptr<void> keepalive_;
+  std::shared_ptr<Doorbell> bell_;
+  bool closed_ = false;
+};
+
+class SocketStream : public ByteStream {
+ public:
+  explicit SocketStream(int fd) : fd_(fd) {
+    int flags = fcntl(fd_, F_GETFL, 0);
+    fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+  }
+  ~SocketStream() override { close(); }
+
+  size_t write_some(const void* data, size_t n) override {
+    if (n == 0) return 0;
+    for (;;) {
+      ssize_t k = ::send(fd_, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (k >= 0) return static_cast<size_t>(k);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      throw PeerClosed{};  // EPIPE, ECONNRESET, ...: the other side is gone
+    }
+  }
+
+  size_t read_some(void* data, size_t n) override {
+    if (n == 0) return 0;
+    for (;;) {
+      ssize_t k = ::recv(fd_, data, n, MSG_DONTWAIT);
+      if (k > 0) return static_cast<size_t>(k);
+      if (k == 0) throw PeerClosed{};
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      throw PeerClosed{};
+    }
+  }
+
+  int fd() const override { return fd_; }
+
+  void close() override {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteStream> make_ring_stream(RingBuffer* out, RingBuffer* in,
+                                             std::shared_ptr<void> keepalive,
+                                             std::shared_ptr<Doorbell> peer_bell) {
+  return std::make_unique<RingStream>(out, in, std::move(keepalive), std::move(peer_bell));
+}
+
+std::unique_ptr<ByteStream> make_socket_stream(int fd) {
+  return std::make_unique<SocketStream>(fd);
+}
+
+}  // namespace rg::dist

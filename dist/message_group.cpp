@@ -1,0 +1,589 @@
+// Messages over byte streams: the point-to-point layer of the threads and tcp backends.
+//
+// Wire format: every message is a 40-byte WireHeader (the sender's Envelope and the payload
+// size) followed by the payload. Each peer has a FIFO of posted sends, written in order, and
+// a list of posted receives; an arriving header is matched to the first posted receive with
+// its tag. The payload is then read straight into the receiving tensor. A header nobody has
+// posted a receive for is left in the stream ("parked") until one is, so the common case
+// copies each byte once per transport; only when a later message on the same stream is
+// wanted is the parked one read into a heap buffer ("unexpected").
+//
+// Progress is made by whoever waits (the communication thread during collectives, a user
+// thread in Work::wait); one mutex guards the whole state. An idle waiter spins briefly, then
+// yields, then sleeps on the doorbell or on poll(), so many ranks can share few cores.
+//
+// Failures: a timeout, a peer whose process is gone while something is pending with it, or a
+// mismatched envelope fails the group. The first failure is final; it is written to every
+// peer's control stream so that each one reports the original cause (and the rank at fault)
+// rather than its own secondary timeout.
+#include "dist/message_group.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "core/storage.h"
+
+namespace rg::dist {
+namespace {
+
+constexpr uint32_t kMagic = 0x52474d31;  // "RGM1"
+// kData frames carry messages; the others travel on the control stream: kAbort reports a
+// failure, kProbe asks a silent peer what it is doing, kProbeReply answers (empty: not waiting).
+enum FrameType : uint8_t { kData = 1, kAbort = 2, kProbe = 3, kProbeReply = 4 };
+
+struct WireHeader {
+  uint32_t magic = kMagic;
+  uint8_t type = kData;
+  uint8_t kind = 0, op = 0, dtype = 0;
+  int32_t tag = 0;
+  int32_t root = -1;
+  uint64_t seq = 0;
+  int64_t count = 0;
+  uint64_t nbytes = 0;
+};
+static_assert(sizeof(WireHeader) == 40, "the header is sent as raw bytes");
+
+WireHeader header_of(const Envelope& env, size_t nbytes) {
+  WireHeader h;
+  h.kind = static_cast<uint8_t>(env.kind);
+  h.op = static_cast<uint8_t>(env.op);
+  h.dtype = static_cast<uint8_t>(env.dtype);
+  h.tag = env.tag;
+  h.root = env.root;
+  h.seq = env.seq;
+  h.count = env.count;
+  h.nbytes = nbytes;
+  return h;
+}
+
+Envelope envelope_of(const WireHeader& h) {
+  return Envelope{static_cast<Collective>(h.kind),
+                  static_cast<ReduceOp>(h.op),
+                  static_cast<DType>(h.dtype),
+                  h.tag,
+                  h.root,
+                  h.seq,
+                  h.count};
+}
+
+std::string seconds(Milliseconds ms) { return str(ms.count() / 1000.0, " s"); }
+
+struct MessageOp {
+  bool is_send = false;
+  int peer = 0;
+  Envelope env;
+  char* data = nullptr;
+  size_t nbytes = 0;
+  Tensor keep;  // keeps the memory alive while the op is pending
+  WireHeader header;
+  size_t header_done = 0, payload_done = 0;
+  bool done = false;
+  std::string error;
+};
+using OpPtr = std::shared_ptr<MessageOp>;
+
+struct Unexpected {
+  WireHeader header;
+  std::vector<char> payload;
+  size_t got = 0;
+};
+
+struct Peer {
+  PeerLink link;
+  std::deque<OpPtr> sends;  // in posting order; the front is being written
+  std::deque<OpPtr> recvs;  // posted, not matched yet
+  WireHeader in_header;     // the frame being read
+  size_t in_header_got = 0;
+  OpPtr in_op;                                         // the matched receive being filled
+  std::unique_ptr<Unexpected> in_unexpected;           // or the heap buffer being filled
+  std::deque<std::unique_ptr<Unexpected>> unexpected;  // complete, unmatched
+  std::vector<char> control_in;
+  bool gone = false;
+  enum class Probe { none, asked, waiting, idle } probe = Probe::none;
+  std::string probe_reply;
+
+  bool header_parked() const {
+    return in_header_got == sizeof(WireHeader) && !in_op && !in_unexpected;
+  }
+  bool busy() const { return !sends.empty() || !recvs.empty() || in_op; }
+};
+
+class Engine {
+ public:
+  Engine(int rank, std::vector<PeerLink> links, std::shared_ptr<Doorbell> doorbell)
+      : rank_(rank), doorbell_(std::move(doorbell)) {
+    peers_.resize(links.size());
+    for (size_t p = 0; p < links.size(); ++p) peers_[p].link = std::move(links[p]);
+  }
+
+  OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env) {
+    auto op = std::make_shared<MessageOp>();
+    op->is_send = is_send;
+    op->peer = peer;
+    op->env = env;
+    op->data = static_cast<char*>(t.data_ptr());
+    op->nbytes = t.nbytes();
+    op->keep = t;
+    op->header = header_of(env, op->nbytes);
+    std::lock_guard lock(mu_);
+    RG_CHECK(failure_.empty(), failure_);
+    Peer& p = peers_[peer];
+    if (is_send) {
+      p.sends.push_back(op);
+      try {
+        pump_sends(peer, p);
+      } catch (const PeerClosed&) {
+        p.gone = true;
+      }
+      return op;
+    }
+    for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {
+      if ((*it)->header.tag != env.tag) continue;
+      deliver(peer, **it, op);
+      p.unexpected.erase(it);
+      return op;
+    }
+    bool earlier_in_flight = p.in_unexpected && p.in_unexpected->header.tag == env.tag;
+    if (!earlier_in_flight && p.header_parked() && p.in_header.tag == env.tag) {
+      if (matches(peer, p.in_header, *op)) p.in_op = op;
+      return op;
+    }
+    p.recvs.push_back(op);
+    return op;
+  }
+
+  bool is_done(const MessageOp& op) {
+    std::lock_guard lock(mu_);
+    return op.done;
+  }
+
+  // Makes progress until `op` is done (true) or `deadline` passes (false); throws if the op
+  // or the group failed.
+  bool wait(const MessageOp& op, Clock::time_point deadline) {
+    int idle_rounds = 0;
+    for (;;) {
+      uint64_t bell = doorbell_ ? doorbell_->seq() : 0;
+      bool moved;
+      {
+        std::lock_guard lock(mu_);
+        if (!op.done) moved = progress();
+        if (op.done) {
+          RG_CHECK(op.error.empty(), op.error);
+          return true;
+        }
+        RG_CHECK(failure_.empty(), failure_);
+      }
+      if (moved) {
+        idle_rounds = 0;
+        continue;
+      }
+      if (Clock::now() >= deadline) return false;
+      idle(++idle_rounds, bell);
+    }
+  }
+
+  // wait() bounded by `timeout`; past it the group fails naming the peer at fault. A peer that
+  // is itself stuck waiting for another rank will fail soon and report that rank, so while
+  // the peer answers probes saying it waits, this rank keeps waiting for its report.
+  void wait_or_fail(const MessageOp& op, Milliseconds timeout) {
+    struct Waiting {
+      Engine& e;
+      const MessageOp* previous;
+      Waiting(Engine& engine, const MessageOp& op) : e(engine) {
+        std::lock_guard lock(e.mu_);
+        previous = e.waiting_;
+        e.waiting_ = &op;
+      }
+      ~Waiting() {
+        std::lock_guard lock(e.mu_);
+        e.waiting_ = previous;
+      }
+    } waiting(*this, op);
+    if (wait(op, Clock::now() + timeout)) return;
+    const Milliseconds grace = std::min<Milliseconds>(timeout / 2, Milliseconds(2000));
+    Peer::Probe answer = Peer::Probe::asked;
+    for (int round = 0; round < 4 && answer == Peer::Probe::asked; ++round) {
+      {
+        std::lock_guard lock(mu_);
+        peers_[op.peer].probe = Peer::Probe::asked;
+        send_control(peers_[op.peer], kProbe, "");
+      }
+      if (wait(op, Clock::now() + grace)) return;
+      std::lock_guard lock(mu_);
+      answer = peers_[op.peer].probe;
+      if (answer == Peer::Probe::waiting)
+        answer = Peer::Probe::asked;  // still waiting: again
+      else if (answer == Peer::Probe::asked)
+        break;  // no answer
+    }
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      const Peer& p = peers_[op.peer];
+      why = p.probe == Peer::Probe::asked ? str("; rank ", op.peer,
+                                                " does not answer (exited, "
+                                                "hung, or not calling into the process group)")
+            : p.probe == Peer::Probe::idle
+                ? str("; rank ", op.peer, " is alive but not in this operation")
+                : str("; rank ", op.peer, " is ", p.probe_reply);
+      fail_locked(
+          str("rank ", rank_, ": ", describe(op.env), ": timed out after ", seconds(timeout),
+              " waiting for rank ", op.peer, op.is_send ? " to receive" : " to send", why),
+          true);
+    }
+    wait(op, Clock::now());  // throws the failure
+  }
+
+  // Records the group's failure (the first one wins) and fails every pending op.
+  void fail(const std::string& reason, bool tell_peers) {
+    std::lock_guard lock(mu_);
+    fail_locked(reason, tell_peers);
+  }
+
+  void close() {
+    std::lock_guard lock(mu_);
+    for (auto& p : peers_) {
+      if (p.link.data) p.link.data->close();
+      if (p.link.control) p.link.control->close();
+    }
+  }
+
+ private:
+  bool progress() {
+    bool moved = false;
+    const bool check_control = (++rounds_ % 16) == 0 || idled_;
+    idled_ = false;
+    for (int peer = 0; peer < static_cast<int>(peers_.size()) && failure_.empty(); ++peer) {
+      Peer& p = peers_[peer];
+      if (!p.link.data) continue;
+      bool moved_here = false;
+      try {
+        moved_here |= pump_sends(peer, p);
+        moved_here |= pump_recvs(peer, p);
+        if (check_control || p.gone) moved_here |= pump_control(peer, p);
+      } catch (const PeerClosed&) {
+        p.gone = true;
+      }
+      if (p.gone && !moved_here && p.busy() && failure_.empty()) {
+        const MessageOp& op = p.in_op           ? *p.in_op
+                              : p.sends.empty() ? *p.recvs.front()
+                                                : *p.sends.front();
+        fail_locked(str("rank ", rank_, ": ", describe(op.env), ": rank ", peer,
+                        " has gone (its process exited or crashed, or it destroyed its group)"),
+                    true);
+      }
+      moved |= moved_here;
+    }
+    return moved;
+  }
+
+  bool pump_sends(int peer, Peer& p) {
+    bool moved = false;
+    while (!p.sends.empty()) {
+      MessageOp& op = *p.sends.front();
+      if (op.header_done < sizeof(WireHeader)) {
+        size_t k = p.link.data->write_some(reinterpret_cast<char*>(&op.header) + op.header_done,
+                                           sizeof(WireHeader) - op.header_done);
+        op.header_done += k;
+        moved |= k > 0;
+        if (op.header_done < sizeof(WireHeader)) break;
+      }
+      if (op.payload_done < op.nbytes) {
+        size_t k = p.link.data->write_some(op.data + op.payload_done, op.nbytes - op.payload_done);
+        op.payload_done += k;
+        moved |= k > 0;
+        if (op.payload_done < op.nbytes) break;
+      }
+      complete(op);
+      p.sends.pop_front();
+      moved = true;
+    }
+    (void)peer;
+    return moved;
+  }
+
+  bool pump_recvs(int peer, Peer& p) {
+    bool moved = false;
+    for (;;) {
+      if (!p.in_op && !p.in_unexpected) {
+        if (p.in_header_got < sizeof(WireHeader)) {
+          size_t k = p.link.data->read_some(reinterpret_cast<char*>(&p.in_header) + p.in_header_got,
+                                            sizeof(WireHeader) - p.in_header_got);
+          p.in_header_got += k;
+          moved |= k > 0;
+          if (p.in_header_got < sizeof(WireHeader)) return moved;
+          if (p.in_header.magic != kMagic || p.in_header.type != kData) {
+            fail_locked(str("rank ", rank_, ": corrupt message stream from rank ", peer), true);
+            return moved;
+          }
+        }
+        auto it = std::find_if(p.recvs.begin(), p.recvs.end(),
+                               [&](const OpPtr& op) { return op->env.tag == p.in_header.tag; });
+        if (it != p.recvs.end()) {
+          OpPtr op = *it;
+          p.recvs.erase(it);
+          if (!matches(peer, p.in_header, *op)) return moved;
+          p.in_op = op;
+        } else if (!p.recvs.empty()) {
+          p.in_unexpected = std::make_unique<Unexpected>();
+          p.in_unexpected->header = p.in_header;
+          p.in_unexpected->payload.resize(p.in_header.nbytes);
+        } else {
+          return moved;  // parked until a receive is posted
+        }
+      }
+      if (p.in_op) {
+        MessageOp& op = *p.in_op;
+        size_t k = op.nbytes > op.payload_done ? p.link.data->read_some(op.data + op.payload_done,
+                                                                        op.nbytes - op.payload_done)
+                                               : 0;
+        op.payload_done += k;
+        moved |= k > 0;
+        if (op.payload_done < op.nbytes) return moved;
+        complete(op);
+        p.in_op.reset();
+      } else {
+        Unexpected& u = *p.in_unexpected;
+        size_t k = u.payload.size() > u.got
+                       ? p.link.data->read_some(u.payload.data() + u.got, u.payload.size() - u.got)
+                       : 0;
+        u.got += k;
+        moved |= k > 0;
+        if (u.got < u.payload.size()) return moved;
+        auto it = std::find_if(p.recvs.begin(), p.recvs.end(),
+                               [&](const OpPtr& op) { return op->env.tag == u.header.tag; });
+        if (it != p.recvs.end()) {
+          OpPtr op = *it;
+          p.recvs.erase(it);
+          deliver(peer, u, op);
+          p.in_unexpected.reset();
+        } else {
+          p.unexpected.push_back(std::move(p.in_unexpected));
+        }
+      }
+      p.in_header_got = 0;
+      moved = true;
+    }
+  }
+
+  // Reads failure reports of the peer; PeerClosed when its process is gone.
+  bool pump_control(int peer, Peer& p) {
+    if (!p.link.control) return false;
+    char buf[4096];
+    bool moved = false;
+    for (;;) {
+      size_t k = p.link.control->read_some(buf, sizeof(buf));
+      if (k == 0) break;
+      moved = true;
+      p.control_in.insert(p.control_in.end(), buf, buf + k);
+    }
+    while (p.control_in.size() >= sizeof(WireHeader)) {
+      WireHeader h;
+      std::memcpy(&h, p.control_in.data(), sizeof(h));
+      if (p.control_in.size() < sizeof(h) + h.nbytes) break;
+      std::string text(p.control_in.data() + sizeof(h), h.nbytes);
+      p.control_in.erase(p.control_in.begin(), p.control_in.begin() + sizeof(h) + h.nbytes);
+      if (h.magic != kMagic) continue;
+      if (h.type == kAbort)
+        fail_locked(str("rank ", rank_, ": rank ", peer, " failed: ", text), false);
+      if (h.type == kProbe) {
+        send_control(p, kProbeReply,
+                     waiting_ ? str("waiting for rank ", waiting_->peer,
+                                    waiting_->is_send ? " to receive" : " to send", " in ",
+                                    describe(waiting_->env))
+                              : std::string());
+      }
+      if (h.type == kProbeReply) {
+        p.probe = text.empty() ? Peer::Probe::idle : Peer::Probe::waiting;
+        p.probe_reply = text;
+      }
+    }
+    return moved;
+  }
+
+  // Checks an arriving header against the posted receive; fails the group on a mismatch.
+  bool matches(int peer, const WireHeader& h, MessageOp& op) {
+    Envelope theirs = envelope_of(h);
+    std::string problem;
+    if (!(theirs == op.env)) {
+      problem = op.env.kind == Collective::p2p && theirs.kind == Collective::p2p
+                    ? str("rank ", peer, " sent ", theirs.count, " ", dtype_name(theirs.dtype),
+                          " with tag ", theirs.tag, " but this rank posted a receive of ",
+                          op.env.count, " ", dtype_name(op.env.dtype))
+                    : str("mismatched collectives: rank ", peer, " is in ", describe(theirs),
+                          " while this rank is in ", describe(op.env));
+    } else if (h.nbytes != op.nbytes) {
+      problem = str("rank ", peer, " sent a message of ", h.nbytes, " bytes for ", describe(op.env),
+                    ", this rank expected ", op.nbytes, " bytes");
+    }
+    if (problem.empty()) return true;
+    fail_locked(str("rank ", rank_, ": ", problem), true);
+    return false;
+  }
+
+  void deliver(int peer, Unexpected& u, const OpPtr& op) {
+    if (!matches(peer, u.header, *op)) return;
+    if (op->nbytes) std::memcpy(op->data, u.payload.data(), op->nbytes);
+    op->payload_done = op->nbytes;
+    complete(*op);
+  }
+
+  void complete(MessageOp& op) {
+    op.done = true;
+    op.keep = Tensor();
+  }
+
+  void fail_locked(const std::string& reason, bool tell_peers) {
+    if (!failure_.empty()) return;
+    failure_ = reason;
+    for (auto& p : peers_) {
+      auto fail_op = [&](const OpPtr& op) {
+        if (op && !op->done) {
+          op->error = reason;
+          complete(*op);
+        }
+      };
+      for (auto& op : p.sends) fail_op(op);
+      for (auto& op : p.recvs) fail_op(op);
+      fail_op(p.in_op);
+      p.sends.clear();
+      p.recvs.clear();
+      p.in_op.reset();
+      if (tell_peers) send_control(p, kAbort, reason);
+    }
+  }
+
+  // Best effort: the control stream is normally empty, so the frame fits at once.
+  void send_control(Peer& p, FrameType type, const std::string& text) {
+    if (!p.link.control || p.gone) return;
+    WireHeader h;
+    h.type = type;
+    h.nbytes = text.size();
+    std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
+    frame += text;
+    try {
+      size_t done = 0;
+      for (int tries = 0; tries < 1000 && done < frame.size(); ++tries)
+        done += p.link.control->write_some(frame.data() + done, frame.size() - done);
+    } catch (const PeerClosed&) {
+      p.gone = true;
+    }
+  }
+
+  void idle(int rounds, uint64_t bell) {
+    {
+      std::lock_guard lock(mu_);
+      idled_ = rounds >= 200;
+    }
+    if (rounds < 200) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      return;
+    }
+    if (rounds < 400 && !doorbell_) {
+      sched_yield();
+      return;
+    }
+    if (doorbell_) {
+      doorbell_->wait(bell, std::chrono::microseconds(rounds < 400 ? 100 : 2000));
+      return;
+    }
+    std::vector<pollfd> fds;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& p : peers_) {
+        for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
+          if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
+        }
+      }
+    }
+    ::poll(fds.data(), fds.size(), 1);
+  }
+
+  int rank_;
+  std::shared_ptr<Doorbell> doorbell_;
+  std::mutex mu_;
+  std::vector<Peer> peers_;
+  std::string failure_;
+  uint64_t rounds_ = 0;
+  bool idled_ = false;                  // look at the control streams in the next round
+  const MessageOp* waiting_ = nullptr;  // what wait_or_fail waits for (answers probes)
+
+  friend class MessageGroup;
+};
+
+class MessageWork : public Work {
+ public:
+  MessageWork(std::shared_ptr<Engine> engine, OpPtr op, Milliseconds group_timeout)
+      : engine_(std::move(engine)), op_(std::move(op)), group_timeout_(group_timeout) {}
+  bool wait(Milliseconds timeout) override { return engine_->wait(*op_, Clock::now() + timeout); }
+  void wait() override { engine_->wait_or_fail(*op_, group_timeout_); }
+  bool is_completed() override { return engine_->is_done(*op_); }
+  const MessageOp& op() const { return *op_; }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  OpPtr op_;
+  Milliseconds group_timeout_;
+};
+
+class MessageGroup : public ProcessGroup {
+ public:
+  MessageGroup(const char* backend, int rank, int size, Options options,
+               std::vector<PeerLink> links, std::shared_ptr<Doorbell> doorbell,
+               std::shared_ptr<void> keepalive)
+      : ProcessGroup(rank, size, options),
+        backend_(backend),
+        engine_(std::make_shared<Engine>(rank, std::move(links), std::move(doorbell))),
+        keepalive_(std::move(keepalive)) {}
+
+  ~MessageGroup() override {
+    shutdown();
+    engine_->close();
+  }
+
+  const char* backend_name() const override { return backend_; }
+  bool supports_device(Device device) const override { return device.is_host_memory(); }
+
+  std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope& env) override {
+    return std::make_shared<MessageWork>(engine_, engine_->post(true, t, dst, env),
+                                         options().timeout);
+  }
+  std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope& env) override {
+    return std::make_shared<MessageWork>(engine_, engine_->post(false, t, src, env),
+                                         options().timeout);
+  }
+
+  void abort(const std::string& reason) override {
+    engine_->fail(str("rank ", rank(), " aborted: ", reason), true);
+    set_failure(str("rank ", rank(), " aborted: ", reason));
+  }
+
+  void wait_message(Work& work, int, const Envelope&) override {
+    engine_->wait_or_fail(static_cast<MessageWork&>(work).op(), options().timeout);
+  }
+
+ private:
+  const char* backend_;
+  std::shared_ptr<Engine> engine_;
+  std::shared_ptr<void> keepalive_;
+};
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
+                                                 Options options, std::vector<PeerLink> links,
+                                                 std::shared_ptr<Doorbell> doorbell,
+                                                 std::shared_ptr<void> keepalive) {
+  RG_CHECK(static_cast<int>(links.size()) == size, backend, ": ", links.size(),
+           " peer links for a world of size ", size);
+  return std::make_shared<MessageGroup>(backend, rank, size, options, std::move(links),
+                                        std::move(doorbell), std::move(keepalive));
+}
+
+}  // namespace rg::dist

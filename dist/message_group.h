@@ -1,0 +1,27 @@
+// The process group of the host backends (threads and tcp): point-to-point messages over byte
+// streams, one pair of streams per peer. See message_group.cpp for the protocol.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "dist/byte_stream.h"
+#include "dist/process_group.h"
+
+namespace rg::dist {
+
+// The streams to one peer: `data` carries messages; `control` carries failure reports and
+// tells when the peer's process is gone (for a shared-memory `data`, which cannot).
+struct PeerLink {
+  std::unique_ptr<ByteStream> data;
+  std::unique_ptr<ByteStream> control;
+};
+
+// links[rank] is left empty. `doorbell` (may be null) is rung by peers when bytes move to or
+// from this rank; without it an idle rank polls its sockets. `keepalive` lives as long as
+// the group (the store, shared memory...).
+std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
+                                                 Options options, std::vector<PeerLink> links,
+                                                 std::shared_ptr<Doorbell> doorbell,
+                                                 std::shared_ptr<void> keepalive = nullptr);
+
+}  // namespace rg::dist

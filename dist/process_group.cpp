@@ -1,0 +1,282 @@
+// ProcessGroup base: argument checks, envelopes, counters, and the communication thread that
+// runs the collectives one after another in issue order.
+#include "dist/process_group.h"
+
+#include <cstdlib>
+
+#include "dist/broadcast.h"
+#include "dist/ring_allreduce.h"
+
+namespace rg::dist {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::avg:
+      return "avg";
+    case ReduceOp::max:
+      return "max";
+  }
+  return "?";
+}
+
+const char* collective_name(Collective kind) {
+  switch (kind) {
+#define RG_COLLECTIVE_NAME(name) \
+  case Collective::name:         \
+    return #name;
+    RG_COLLECTIVES(RG_COLLECTIVE_NAME)
+#undef RG_COLLECTIVE_NAME
+  }
+  return "?";
+}
+
+Milliseconds default_timeout() {
+  if (const char* s = std::getenv("RG_DIST_TIMEOUT"); s && *s) {
+    char* end = nullptr;
+    double seconds = std::strtod(s, &end);
+    RG_CHECK(end != s && *end == '\0' && seconds > 0,
+             "RG_DIST_TIMEOUT: expected a positive number of seconds, got '", s, "'");
+    return Milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
+  return Milliseconds(300'000);
+}
+
+std::string describe(const Envelope& env) {
+  if (env.kind == Collective::p2p)
+    return str("send/recv with tag ", env.tag, " (", env.count, " ", dtype_name(env.dtype), ")");
+  std::string what = str(collective_name(env.kind), " #", env.seq, " (");
+  if (env.kind == Collective::allreduce || env.kind == Collective::reduce_scatter)
+    what += str(reduce_op_name(env.op), " of ");
+  what += str(env.count, " ", dtype_name(env.dtype));
+  if (env.kind == Collective::broadcast) what += str(" from root ", env.root);
+  return what + ")";
+}
+
+// ---- Work
+
+void Work::wait() {
+  while (!wait(Milliseconds(3'600'000))) {
+  }
+}
+
+bool PromiseWork::wait(Milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+bool PromiseWork::is_completed() {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+void PromiseWork::finish(std::exception_ptr error) {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+// ---- ProcessGroup
+
+ProcessGroup::ProcessGroup(int rank, int size, Options options)
+    : rank_(rank), size_(size), options_(options) {
+  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
+           " is outside a world of size ", size);
+  RG_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive");
+  RG_CHECK(options.chunk_bytes >= 64, "ProcessGroup: chunk_bytes must be at least 64");
+  comm_thread_ = std::thread([this] { comm_loop(); });
+}
+
+ProcessGroup::~ProcessGroup() { shutdown(); }
+
+void ProcessGroup::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (comm_thread_.joinable()) comm_thread_.join();
+}
+
+std::string ProcessGroup::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+void ProcessGroup::set_failure(const std::string& message) {
+  std::lock_guard lock(mu_);
+  if (failure_.empty()) failure_ = message;
+}
+
+void ProcessGroup::comm_loop() {
+  for (;;) {
+    std::pair<Task, std::shared_ptr<PromiseWork>> item;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+      if (stopping_) {
+        lock.unlock();
+        item.second->finish(std::make_exception_ptr(
+            Error(str("rank ", rank_, ": process group destroyed before the collective ran"))));
+        continue;
+      }
+    }
+    std::exception_ptr error;
+    std::string broken = failure();
+    if (!broken.empty()) {
+      error = std::make_exception_ptr(Error(broken));
+    } else {
+      try {
+        item.first();
+      } catch (const std::exception& e) {
+        set_failure(e.what());
+        error = std::current_exception();
+      }
+    }
+    item.second->finish(error);
+  }
+}
+
+std::shared_ptr<Work> ProcessGroup::enqueue(Collective kind, Task task) {
+  issued_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+  auto work = std::make_shared<PromiseWork>();
+  {
+    std::lock_guard lock(mu_);
+    RG_CHECK(!stopping_, "rank ", rank_, ": ", collective_name(kind),
+             " on a process group that is shutting down");
+    queue_.emplace_back(std::move(task), work);
+  }
+  cv_.notify_all();
+  return work;
+}
+
+uint64_t ProcessGroup::collectives_issued() const {
+  uint64_t total = 0;
+  for (int k = 1; k < kNumCollectives; ++k) total += issued_[k].load(std::memory_order_relaxed);
+  return total;
+}
+
+uint64_t ProcessGroup::collectives_issued(Collective kind) const {
+  return issued_[static_cast<int>(kind)].load(std::memory_order_relaxed);
+}
+
+void ProcessGroup::check_tensor(const Tensor& t, const char* what) const {
+  RG_CHECK(t.defined(), what, ": undefined tensor");
+  RG_CHECK(t.numel() == 0 || t.is_contiguous(), what, ": tensor of shape ", shape_str(t.shape()),
+           " must be contiguous");
+  RG_CHECK(supports_device(t.device()), what, ": the ", backend_name(),
+           " backend cannot use tensors on ", t.device().str());
+}
+
+Envelope ProcessGroup::next_envelope(Collective kind, const Tensor& t, int64_t count) {
+  Envelope env;
+  env.kind = kind;
+  env.dtype = t.dtype();
+  env.tag = kCollectiveTag;
+  env.count = count;
+  std::lock_guard lock(mu_);
+  env.seq = next_seq_++;
+  return env;
+}
+
+std::shared_ptr<Work> ProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+  check_tensor(tensor, "send");
+  RG_CHECK(dst >= 0 && dst < size_ && dst != rank_, "send: rank ", rank_, " cannot send to rank ",
+           dst, " (world size ", size_, ")");
+  RG_CHECK(tag >= 0, "send: tags must be >= 0, got ", tag);
+  Envelope env{Collective::p2p, ReduceOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
+  return send_message(tensor, dst, env);
+}
+
+std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+  check_tensor(tensor, "recv");
+  RG_CHECK(src >= 0 && src < size_ && src != rank_, "recv: rank ", rank_,
+           " cannot receive from rank ", src, " (world size ", size_, ")");
+  RG_CHECK(tag >= 0, "recv: tags must be >= 0, got ", tag);
+  Envelope env{Collective::p2p, ReduceOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
+  return recv_message(tensor, src, env);
+}
+
+void ProcessGroup::wait_message(Work& work, int peer, const Envelope& env) {
+  if (!work.wait(options_.timeout))
+    RG_FAIL("rank ", rank_, ": ", describe(env), ": timed out after ", options_.timeout.count(),
+            " ms waiting for rank ", peer);
+}
+
+namespace {
+void check_reduction(const char* what, DType dtype, ReduceOp op) {
+  bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16;
+  bool integer = dtype == DType::i32 || dtype == DType::i64;
+  RG_CHECK(floating || (integer && op != ReduceOp::avg), what, ": ", reduce_op_name(op), " of ",
+           dtype_name(dtype), " is not supported (f32, f64, bf16; i32/i64 for sum, max)");
+}
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+  check_tensor(tensor, "allreduce");
+  check_reduction("allreduce", tensor.dtype(), op);
+  Envelope env = next_envelope(Collective::allreduce, tensor, tensor.numel());
+  env.op = op;
+  return enqueue(Collective::allreduce,
+                 [this, tensor, op, env] { ring_allreduce(*this, tensor, op, env); });
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
+  check_tensor(tensor, "broadcast");
+  RG_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " outside world of size ", size_);
+  Envelope env = next_envelope(Collective::broadcast, tensor, tensor.numel());
+  env.root = root;
+  return enqueue(Collective::broadcast,
+                 [this, tensor, root, env] { chain_broadcast(*this, tensor, root, env); });
+}
+
+std::shared_ptr<Work> ProcessGroup::allgather(const Tensor& out, const Tensor& in) {
+  check_tensor(out, "allgather");
+  check_tensor(in, "allgather");
+  RG_CHECK(out.dtype() == in.dtype() && out.device() == in.device(), "allgather: out is ",
+           out.dtype(), " on ", out.device().str(), ", in is ", in.dtype(), " on ",
+           in.device().str());
+  RG_CHECK(out.numel() == in.numel() * size_, "allgather: out has ", out.numel(),
+           " elements, expected world size ", size_, " x ", in.numel());
+  Envelope env = next_envelope(Collective::allgather, in, in.numel());
+  return enqueue(Collective::allgather,
+                 [this, out, in, env] { ring_allgather(*this, out, in, env); });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in,
+                                                   ReduceOp op) {
+  check_tensor(out, "reduce_scatter");
+  check_tensor(in, "reduce_scatter");
+  check_reduction("reduce_scatter", in.dtype(), op);
+  RG_CHECK(out.dtype() == in.dtype() && out.device() == in.device(), "reduce_scatter: out is ",
+           out.dtype(), " on ", out.device().str(), ", in is ", in.dtype(), " on ",
+           in.device().str());
+  RG_CHECK(in.numel() == out.numel() * size_, "reduce_scatter: in has ", in.numel(),
+           " elements, expected world size ", size_, " x ", out.numel());
+  Envelope env = next_envelope(Collective::reduce_scatter, out, out.numel());
+  env.op = op;
+  return enqueue(Collective::reduce_scatter,
+                 [this, out, in, op, env] { ring_reduce_scatter(*this, out, in, op, env); });
+}
+
+std::shared_ptr<Work> ProcessGroup::barrier() {
+  Tensor token = empty({0}, DType::i32, default_device());
+  Envelope env = next_envelope(Collective::barrier, token, 0);
+  return enqueue(Collective::barrier, [this, token, env] {
+    // A ring all-reduce sends at least one message per step, so no rank can finish it
+    // before every rank has started it.
+    ring_allreduce(*this, token, ReduceOp::sum, env);
+  });
+}
+
+}  // namespace rg::dist

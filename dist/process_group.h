@@ -1,0 +1,179 @@
+// ProcessGroup: the ranks of one data-parallel job and the operations between them.
+//
+// Every backend provides point-to-point messages (send_message/recv_message); the collectives
+// (allreduce, broadcast, allgather, reduce_scatter, barrier) are written once over them
+// (dist/ring_allreduce.cpp, dist/broadcast.cpp) and run on the group's communication thread
+// in the order they were issued, so every rank must issue the same collectives in the same
+// order (as with NCCL). Each call returns at once with a Work handle.
+//
+// Contract of the collectives: tensors are contiguous and stay alive and untouched until the
+// Work completes; they are updated in place. Any length works, including 0. dtypes: f32, f64,
+// bf16 (accumulated in f32) for every op; i32/i64 for sum and max. A failure (a rank that
+// dies, stops answering, or calls a different collective) fails the whole group: every
+// later operation throws the first error, which names the rank and the operation.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/tensor.h"
+
+namespace rg::dist {
+
+enum class ReduceOp : uint8_t { sum, avg, max };
+const char* reduce_op_name(ReduceOp op);
+
+// Every kind of operation a message can belong to; `p2p` is a user's send/recv.
+#define RG_COLLECTIVES(X) X(p2p) X(allreduce) X(broadcast) X(allgather) X(reduce_scatter) X(barrier)
+enum class Collective : uint8_t {
+#define RG_COLLECTIVE_ENUM(name) name,
+  RG_COLLECTIVES(RG_COLLECTIVE_ENUM)
+#undef RG_COLLECTIVE_ENUM
+};
+inline constexpr int kNumCollectives = 6;
+const char* collective_name(Collective kind);
+
+using Clock = std::chrono::steady_clock;
+using Milliseconds = std::chrono::milliseconds;
+
+// RG_DIST_TIMEOUT (seconds, may be fractional) when set, else 300 s.
+Milliseconds default_timeout();
+
+struct Options {
+  // How long any rank waits for another to send or receive before the group fails.
+  Milliseconds timeout = default_timeout();
+  // Ring pipelining: each segment is cut into chunks of about this many bytes.
+  size_t chunk_bytes = 512 << 10;
+};
+
+// What a message belongs to. It travels with every message, and the receiver compares it
+// with its own: a rank that called another collective, or one with another count or dtype,
+// is reported instead of silently exchanging garbage.
+struct Envelope {
+  Collective kind = Collective::p2p;
+  ReduceOp op = ReduceOp::sum;
+  DType dtype = DType::f32;
+  int32_t tag = 0;
+  int32_t root = -1;
+  uint64_t seq = 0;   // collective number on the group (0 for p2p)
+  int64_t count = 0;  // elements per rank of the collective (of the message for p2p)
+  bool operator==(const Envelope&) const = default;
+};
+std::string describe(const Envelope& env);  // "allreduce #3 (sum of 1000 float32)"
+
+// Handle of an asynchronous operation.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // True once finished within `timeout`, false if still running; throws the operation's
+  // rg::Error if it failed.
+  virtual bool wait(Milliseconds timeout) = 0;
+  // Blocks until finished; throws its rg::Error if it failed. Bounded by the group's
+  // timeout (a peer that does not answer fails the group), so it never hangs on a dead rank.
+  virtual void wait();
+  virtual bool is_completed() = 0;
+};
+
+// A Work completed by someone else calling finish(); used for collectives.
+class PromiseWork : public Work {
+ public:
+  bool wait(Milliseconds timeout) override;
+  bool is_completed() override;
+  void finish(std::exception_ptr error = nullptr);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+class ProcessGroup {
+ public:
+  ProcessGroup(int rank, int size, Options options);
+  virtual ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Options& options() const { return options_; }
+  virtual const char* backend_name() const = 0;
+
+  // ---- point-to-point (user level): messages with equal (peer, tag) arrive in order.
+  std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag = 0);
+  std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag = 0);
+
+  // ---- collectives (asynchronous, in place)
+  std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
+  // out holds size() * in.numel() elements: rank r's `in` lands at out[r * in.numel()].
+  std::shared_ptr<Work> allgather(const Tensor& out, const Tensor& in);
+  // in holds size() * out.numel() elements; rank r gets the reduction of slice r.
+  std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in,
+                                       ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> barrier();
+
+  // Collectives issued on this group so far (counted when called, whatever their outcome).
+  uint64_t collectives_issued() const;
+  uint64_t collectives_issued(Collective kind) const;
+
+  // ---- the message layer the algorithms are written over. `env` travels with the message
+  // and must equal the receiver's; user p2p uses tags >= 0, collectives use kCollectiveTag.
+  static constexpr int kCollectiveTag = -1;
+  virtual std::shared_ptr<Work> send_message(const Tensor& tensor, int dst,
+                                             const Envelope& env) = 0;
+  virtual std::shared_ptr<Work> recv_message(const Tensor& tensor, int src,
+                                             const Envelope& env) = 0;
+  // Waits for a message op of a collective; past options().timeout the group fails with an
+  // error naming the peer that did not answer.
+  virtual void wait_message(Work& work, int peer, const Envelope& env);
+  // Messages posted between begin_batch and end_batch may be started together (NCCL groups).
+  virtual void begin_batch() {}
+  virtual void end_batch() {}
+  // Fails the group: pending and later operations throw, and the other ranks are told
+  // (they fail naming this rank and `reason`) instead of waiting for the timeout.
+  virtual void abort(const std::string& reason) = 0;
+  // Whether tensors on `device` can be sent by this backend.
+  virtual bool supports_device(Device device) const = 0;
+  // Where the group's own small buffers (the barrier's token) live.
+  virtual Device default_device() const { return kCPU; }
+
+ protected:
+  // Stops the communication thread after the running collective; queued ones fail.
+  // Derived destructors call this first, before their own members go away.
+  void shutdown();
+  // The message of the group's first failure, or empty.
+  std::string failure() const;
+  void set_failure(const std::string& message);
+
+ private:
+  using Task = std::function<void()>;
+  std::shared_ptr<Work> enqueue(Collective kind, Task task);
+  Envelope next_envelope(Collective kind, const Tensor& t, int64_t count);
+  void comm_loop();
+  void check_tensor(const Tensor& t, const char* what) const;
+
+  int rank_;
+  int size_;
+  Options options_;
+  std::atomic<uint64_t> issued_[kNumCollectives] = {};
+  uint64_t next_seq_ = 1;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Task, std::shared_ptr<PromiseWork>>> queue_;
+  bool stopping_ = false;
+  std::string failure_;
+  std::thread comm_thread_;
+};
+
+}  // namespace rg::dist

@@ -1,0 +1,159 @@
+// Ring all-reduce (and its two halves, reduce-scatter and all-gather), written once over the
+// point-to-point messages of ProcessGroup and shared by every backend.
+//
+// The N ranks form a ring: each sends only to its right neighbour (rank + 1) and receives
+// only from its left (rank - 1). The buffer is cut into N segments (the first count % N one
+// element longer). In step s = 0 .. N-2 (reduce-scatter) rank r sends segment r - s and
+// receives segment r - s - 1, which it adds into its own copy; after N-1 steps rank r holds
+// the complete sum of segment r + 1. In steps N-1 .. 2N-3 (all-gather) the completed segments
+// travel once more around the ring and overwrite the stale copies. Every rank sends and
+// receives 2 (N-1)/N of the buffer, whatever N: the bandwidth-optimal schedule.
+//
+// Pipelining: every segment is cut into C chunks (C equal for all segments, so chunk c of a
+// step maps onto chunk c of the next one). Message (s, c) is posted as soon as chunk c of step
+// s-1 is reduced, so the transport sends chunk c while this rank reduces chunk c+1 and the
+// neighbours work on theirs. The receive of (s, c) is posted in the same batch as its send
+// (NCCL needs the pair grouped to avoid deadlock; the host transports just start both).
+//
+// Determinism: segment k is always summed in ring order starting at rank k, then copied
+// bit for bit to everybody, so all ranks end with identical bits and reruns repeat them.
+// bf16 is reduced in an f32 copy and rounded once at the end; avg divides the sum by N.
+#include "dist/ring_allreduce.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "dist/reduce.h"
+
+namespace rg::dist {
+
+int64_t ring_chunks(int64_t max_segment_bytes, size_t chunk_bytes) {
+  const auto bytes = static_cast<int64_t>(chunk_bytes);
+  return std::max<int64_t>(1, (max_segment_bytes + bytes - 1) / bytes);
+}
+
+namespace {
+
+// Where the N segments of the buffer lie (element offsets; offset[N] is the end).
+std::vector<int64_t> uneven_segments(int64_t count, int n) {
+  std::vector<int64_t> offset(n + 1);
+  const int64_t base = count / n, extra = count % n;
+  for (int k = 0; k <= n; ++k) offset[k] = k * base + std::min<int64_t>(k, extra);
+  return offset;
+}
+
+class Ring {
+ public:
+  // `shift` rotates which segment a rank owns: the one it completes is r + 1 + shift.
+  Ring(ProcessGroup& pg, const Tensor& buf, std::vector<int64_t> segments, int shift, ReduceOp op,
+       const Envelope& env)
+      : pg_(pg), buf_(buf), seg_(std::move(segments)), shift_(shift), op_(op), env_(env) {
+    n_ = pg.size();
+    r_ = pg.rank();
+    left_ = (r_ + n_ - 1) % n_;
+    right_ = (r_ + 1) % n_;
+    for (int k = 0; k < n_; ++k) max_seg_ = std::max(max_seg_, seg_[k + 1] - seg_[k]);
+    chunks_ = ring_chunks(max_seg_ * static_cast<int64_t>(itemsize(buf.dtype())),
+                          pg.options().chunk_bytes);
+  }
+
+  // Runs steps [first, last]; steps before N-1 reduce, the others copy.
+  void run(int first, int last) {
+    if (n_ == 1 || first > last) return;
+    if (first < n_ - 1) temp_ = empty({2 * max_seg_}, buf_.dtype(), buf_.device());
+    recvs_.assign(2, std::vector<std::shared_ptr<Work>>(chunks_));
+    for (int64_t c = 0; c < chunks_; ++c) post(first, c);
+    for (int s = first; s <= last; ++s) {
+      for (int64_t c = 0; c < chunks_; ++c) {
+        pg_.wait_message(*recvs_[s % 2][c], left_, env_);
+        recvs_[s % 2][c].reset();
+        if (s < n_ - 1) reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
+        if (s < last) post(s + 1, c);
+      }
+    }
+    for (auto& send : sends_) pg_.wait_message(*send, right_, env_);
+  }
+
+ private:
+  int segment(int k) const { return ((k + shift_) % n_ + n_) % n_; }
+  int send_segment(int s) const { return segment(r_ - s); }
+  int recv_segment(int s) const { return segment(r_ - s - 1); }
+
+  // Chunk c of segment k as a view of buf (chunks split the segment as evenly as possible).
+  std::pair<int64_t, int64_t> chunk_range(int k, int64_t c) const {
+    const int64_t len = seg_[k + 1] - seg_[k], base = len / chunks_, extra = len % chunks_;
+    return {c * base + std::min(c, extra), base + (c < extra ? 1 : 0)};
+  }
+  Tensor chunk(int k, int64_t c) const {
+    auto [start, len] = chunk_range(k, c);
+    return flat_slice(buf_, seg_[k] + start, len);
+  }
+  // Receive space of reduce-scatter steps: two segment-sized halves, alternating by step.
+  Tensor temp_chunk(int s, int64_t c) const {
+    auto [start, len] = chunk_range(recv_segment(s), c);
+    return flat_slice(temp_, (s % 2) * max_seg_ + start, len);
+  }
+
+  void post(int s, int64_t c) {
+    Tensor into = s < n_ - 1 ? temp_chunk(s, c) : chunk(recv_segment(s), c);
+    pg_.begin_batch();
+    recvs_[s % 2][c] = pg_.recv_message(into, left_, env_);
+    sends_.push_back(pg_.send_message(chunk(send_segment(s), c), right_, env_));
+    pg_.end_batch();
+  }
+
+  ProcessGroup& pg_;
+  Tensor buf_;
+  std::vector<int64_t> seg_;
+  int shift_;
+  ReduceOp op_;
+  Envelope env_;
+  int n_ = 1, r_ = 0, left_ = 0, right_ = 0;
+  int64_t max_seg_ = 0, chunks_ = 1;
+  Tensor temp_;
+  std::vector<std::vector<std::shared_ptr<Work>>> recvs_;
+  std::vector<std::shared_ptr<Work>> sends_;
+};
+
+// The dtype the arithmetic is done in.
+DType accumulation_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
+
+}  // namespace
+
+void ring_allreduce(ProcessGroup& pg, const Tensor& buf, ReduceOp op, const Envelope& env) {
+  const int n = pg.size();
+  Tensor work = buf;
+  if (accumulation_dtype(buf.dtype()) != buf.dtype()) {
+    work = empty({buf.numel()}, accumulation_dtype(buf.dtype()), buf.device());
+    copy_into(work, buf);
+  }
+  Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
+  if (op == ReduceOp::avg) divide_by(work, n);
+  if (!work.is_same(buf)) copy_into(buf, work);
+}
+
+void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, ReduceOp op,
+                         const Envelope& env) {
+  const int n = pg.size(), r = pg.rank();
+  const int64_t count = out.numel();
+  // The ring reduces in place, so it works on a copy of `in`.
+  Tensor work = empty({in.numel()}, accumulation_dtype(in.dtype()), in.device());
+  copy_into(work, in);
+  std::vector<int64_t> segments(n + 1);
+  for (int k = 0; k <= n; ++k) segments[k] = k * count;
+  Ring(pg, work, segments, -1, op, env).run(0, n - 2);
+  Tensor mine = flat_slice(work, r * count, count);
+  if (op == ReduceOp::avg) divide_by(mine, n);
+  copy_into(out, mine);
+}
+
+void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env) {
+  const int n = pg.size(), r = pg.rank();
+  const int64_t count = in.numel();
+  copy_into(flat_slice(out, r * count, count), in);
+  std::vector<int64_t> segments(n + 1);
+  for (int k = 0; k <= n; ++k) segments[k] = k * count;
+  Ring(pg, out, segments, -1, ReduceOp::sum, env).run(n - 1, 2 * n - 3);
+}
+
+}  // namespace rg::dist

@@ -1,0 +1,16 @@
+// The ring collectives, written once over ProcessGroup's messages (see ring_allreduce.cpp).
+// Each runs on the calling thread (the group's communication thread) and returns when done.
+#pragma once
+#include "dist/process_group.h"
+
+namespace rg::dist {
+
+void ring_allreduce(ProcessGroup& pg, const Tensor& buf, ReduceOp op, const Envelope& env);
+void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, ReduceOp op,
+                         const Envelope& env);
+void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env);
+
+// Number of pipeline chunks for segments of at most `max_segment_bytes`.
+int64_t ring_chunks(int64_t max_segment_bytes, size_t chunk_bytes);
+
+}  // namespace rg::dist

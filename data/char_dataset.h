@@ -1,0 +1,33 @@
+// CharDataset: character-level language modelling on a text file (Karpathy's
+// tiny-shakespeare setup). The vocabulary is the sorted set of distinct bytes of the file
+// (a UTF-8 character outside ASCII becomes several tokens); token id = rank in that set.
+// Examples are windows of T tokens with next-token targets (see token_stream.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/token_stream.h"
+
+namespace rg::data {
+
+class CharDataset : public TokenStreamDataset {
+ public:
+  // Throws rg::Error when the file is missing, empty or shorter than T+1 characters.
+  CharDataset(const std::string& path, int64_t context_length, int64_t stride = 0);
+  // From text in memory (same vocabulary rule).
+  static CharDataset from_text(const std::string& text, int64_t context_length, int64_t stride = 0);
+
+  const std::string& chars() const { return chars_; }          // id -> character, sorted
+  std::vector<int64_t> encode(const std::string& text) const;  // throws on unknown chars
+  std::string decode(const std::vector<int64_t>& ids) const;   // throws on bad ids
+
+ private:
+  CharDataset(std::string chars, std::vector<uint16_t> tokens, int64_t context_length,
+              int64_t stride);
+  static CharDataset build(const std::string& text, int64_t context_length, int64_t stride,
+                           const std::string& source);
+  std::string chars_;
+  int16_t id_of_[256];  // -1 for bytes not in the vocabulary
+};
+
+}  // namespace rg::data

@@ -19,10 +19,10 @@ CharDataset::CharDataset(std::string chars, std::vector<uint16_t> tokens, int64_
 }
 
 CharDataset CharDataset::build(const std::string& text, int64_t context_length, int64_t stride,
-                               const std::string& source) {
+                               TextRange range, const std::string& source) {
   RG_CHECK(!text.empty(), "CharDataset: ", source, " is empty");
-  RG_CHECK(static_cast<int64_t>(text.size()) >= context_length + 1, "CharDataset: ", source,
-           " has ", text.size(), " characters, too few for one window of ", context_length, "+1");
+  RG_CHECK(0 <= range.begin && range.begin < range.end && range.end <= 1, "CharDataset: range [",
+           range.begin, ", ", range.end, ") is not a sub-range of [0, 1]");
   bool present[256] = {};
   for (unsigned char c : text) present[c] = true;
   std::string chars;
@@ -32,18 +32,26 @@ CharDataset CharDataset::build(const std::string& text, int64_t context_length, 
     id_of[c] = static_cast<uint16_t>(chars.size());
     chars.push_back(static_cast<char>(c));
   }
-  std::vector<uint16_t> tokens(text.size());
-  for (size_t i = 0; i < text.size(); ++i) tokens[i] = id_of[static_cast<unsigned char>(text[i])];
+  const double n = static_cast<double>(text.size());
+  const size_t begin = static_cast<size_t>(range.begin * n),
+               end = static_cast<size_t>(range.end * n);
+  RG_CHECK(static_cast<int64_t>(end - begin) >= context_length + 1, "CharDataset: ", source,
+           " has ", end - begin, " characters in range [", range.begin, ", ", range.end,
+           "), too few for one window of ", context_length, "+1");
+  std::vector<uint16_t> tokens(end - begin);
+  for (size_t i = begin; i < end; ++i)
+    tokens[i - begin] = id_of[static_cast<unsigned char>(text[i])];
   return CharDataset(std::move(chars), std::move(tokens), context_length, stride);
 }
 
-CharDataset::CharDataset(const std::string& path, int64_t context_length, int64_t stride)
-    : CharDataset(build(read_file(path, "CharDataset"), context_length, stride, "'" + path + "'")) {
-}
+CharDataset::CharDataset(const std::string& path, int64_t context_length, int64_t stride,
+                         TextRange range)
+    : CharDataset(
+          build(read_file(path, "CharDataset"), context_length, stride, range, "'" + path + "'")) {}
 
-CharDataset CharDataset::from_text(const std::string& text, int64_t context_length,
-                                   int64_t stride) {
-  return build(text, context_length, stride, "the text");
+CharDataset CharDataset::from_text(const std::string& text, int64_t context_length, int64_t stride,
+                                   TextRange range) {
+  return build(text, context_length, stride, range, "the text");
 }
 
 std::vector<int64_t> CharDataset::encode(const std::string& text) const {

@@ -119,3 +119,16 @@ TEST_CASE("token bin dataset: each bad file is one clear rg::Error") {
   CHECK_THROWS_WITH_AS(TokenBinDataset(dir.file("big.bin"), 8, /*vocab_size=*/100),
                        doctest::Contains("not below the vocabulary size 100"), rg::Error);
 }
+
+TEST_CASE("char dataset: train/validation ranges share the whole text's vocabulary") {
+  const std::string text = "aaaaaaaaabbbbbbbbbbz";  // 'z' only in the last 10%
+  auto train = CharDataset::from_text(text, 4, 1, {0.0, 0.9});
+  auto val = CharDataset::from_text(text, 1, 1, {0.9, 1.0});
+  CHECK(train.chars() == "abz");
+  CHECK(val.chars() == "abz");
+  CHECK(train.tokens().size() == 18);
+  CHECK(val.decode(val.get(0).input) == "b");
+  CHECK(val.decode(val.get(0).target) == "z");
+  CHECK_THROWS_AS(CharDataset::from_text(text, 4, 1, {0.5, 0.4}), rg::Error);
+  CHECK_THROWS_AS(CharDataset::from_text(text, 4, 1, {0.9, 1.0}), rg::Error);  // 2 chars < 5
+}

@@ -45,9 +45,15 @@ struct Reduction {
     if (v != v) return best == best;
     return kMax ? v > best : v < best;
   }
+  // Value-only combine, branch-free so the lane loop vectorises; a NaN in a stays (b > NaN
+  // and b != b are both false for a number b), a NaN in b wins.
   static V combine(V a, V b) {
-    if constexpr (kSum) return a + b;
-    return better(b, a) ? b : a;
+    if constexpr (kSum)
+      return a + b;
+    else if constexpr (kMax)
+      return (b > a || b != b) ? b : a;
+    else
+      return (b < a || b != b) ? b : a;
   }
 
   // Reduces x[0..n) whose first element has reduced index `base`.

@@ -98,8 +98,32 @@ void softmax_typed(T* y, const T* x, const Geometry& g, bool log) {
 }
 
 template <typename T>
+void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
+  using C = compute_t<T>;
+  const int64_t n = g.dim;
+  parallel_for(g.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t r = b; r < e; ++r) {
+                   const T* dyr = dy + r * n;
+                   const T* yr = y + r * n;
+                   T* dxr = dx + r * n;
+                   double dot = 0;
+                   for (int64_t i = 0; i < n; ++i)
+                     dot += log ? double(C(dyr[i])) : double(C(dyr[i])) * double(C(yr[i]));
+                   C d = C(dot);
+                   if (log) {
+                     for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(dyr[i]) - std::exp(C(yr[i])) * d);
+                   } else {
+                     for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(yr[i]) * (C(dyr[i]) - d));
+                   }
+                 }
+               });
+}
+
+template <typename T>
 void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
   using C = compute_t<T>;
+  if (g.inner == 1) return softmax_backward_rows<T>(dx, dy, y, g, log);
   for_each_line(g, [&](int64_t off, int64_t s, int64_t w) {
     double dot[kColumnBlock];
     for (int64_t j = 0; j < w; ++j) dot[j] = 0;

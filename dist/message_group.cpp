@@ -269,6 +269,11 @@ class Engine {
         p.gone = true;
       }
       if (p.gone && !moved_here && p.busy() && failure_.empty()) {
+        try {  // its last words (a failure report) come before its end
+          pump_control(peer, p);
+        } catch (const PeerClosed&) {
+        }
+        if (!failure_.empty()) break;
         const MessageOp& op = p.in_op           ? *p.in_op
                               : p.sends.empty() ? *p.recvs.front()
                                                 : *p.sends.front();
@@ -375,11 +380,16 @@ class Engine {
     if (!p.link.control) return false;
     char buf[4096];
     bool moved = false;
-    for (;;) {
-      size_t k = p.link.control->read_some(buf, sizeof(buf));
-      if (k == 0) break;
-      moved = true;
-      p.control_in.insert(p.control_in.end(), buf, buf + k);
+    bool closed = false;
+    try {
+      for (;;) {
+        size_t k = p.link.control->read_some(buf, sizeof(buf));
+        if (k == 0) break;
+        moved = true;
+        p.control_in.insert(p.control_in.end(), buf, buf + k);
+      }
+    } catch (const PeerClosed&) {
+      closed = true;  // after reading what it said last
     }
     while (p.control_in.size() >= sizeof(WireHeader)) {
       WireHeader h;
@@ -402,6 +412,7 @@ class Engine {
         p.probe_reply = text;
       }
     }
+    if (closed) throw PeerClosed{};
     return moved;
   }
 

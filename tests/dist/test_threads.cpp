@@ -278,7 +278,7 @@ TEST_CASE("a rank that never arrives makes the others fail within the timeout, n
                         try {
                           pg.allreduce(t)->wait();
                         } catch (const Error& e) {
-      if (std::string(e.what()).find("waiting for rank 2") != std::string::npos)
+                          if (std::string(e.what()).find("waiting for rank 2") != std::string::npos)
                             errors_naming_rank2.fetch_add(1);
                           throw;
                         }

@@ -1,0 +1,245 @@
+// nccl backend (see nccl_group.h). Compiled only with CUDA.
+//
+// Messages: ncclSend/ncclRecv on the group's own non-blocking stream. Messages posted between
+// begin_batch and end_batch form one NCCL group (the ring pairs each receive with its send,
+// which NCCL needs to avoid deadlock); completion is an event recorded after the group.
+// Before a send, the device is synchronised so that the reductions the ring just launched on
+// the compute stream are finished. TODO: hand over with gpu::Event between the compute and
+// comm streams of kernels/cuda/stream.h once that API is in the tree, and run the ring's
+// reductions on the comm stream.
+// The communicator is non-blocking, so init and every wait can time out: past the group's
+// timeout the communicator is aborted and the error names the peer waited for.
+#include "dist/nccl_group.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <thread>
+#include <vector>
+
+namespace rg::dist {
+namespace {
+
+#define RG_NCCL(call, what)                                                \
+  do {                                                                     \
+    ncclResult_t r_ = (call);                                              \
+    RG_CHECK(r_ == ncclSuccess || r_ == ncclInProgress, what, ": ", #call, \
+             " failed: ", ncclGetErrorString(r_));                         \
+  } while (0)
+#define RG_CUDA(call, what)                                                              \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    RG_CHECK(e_ == cudaSuccess, what, ": ", #call, " failed: ", cudaGetErrorString(e_)); \
+  } while (0)
+
+ncclDataType_t nccl_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i32:
+      return ncclInt32;
+    case DType::i64:
+      return ncclInt64;
+    default:
+      RG_FAIL("nccl: unsupported dtype ", dtype);
+  }
+}
+
+class NcclGroup;
+
+class NcclWork : public Work {
+ public:
+  NcclWork(NcclGroup* group) : group_(group) {}
+  ~NcclWork() override {
+    if (event_) cudaEventDestroy(event_);
+  }
+  bool wait(Milliseconds timeout) override;
+  bool is_completed() override { return event_ && cudaEventQuery(event_) == cudaSuccess; }
+  void record(cudaStream_t stream) {
+    RG_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "nccl");
+    RG_CUDA(cudaEventRecord(event_, stream), "nccl");
+  }
+
+ private:
+  NcclGroup* group_;
+  cudaEvent_t event_ = nullptr;
+};
+
+class NcclGroup : public ProcessGroup {
+ public:
+  NcclGroup(std::shared_ptr<Store> store, int rank, int size, int device_index, Options options,
+            const std::string& prefix)
+      : ProcessGroup(rank, size, options),
+        store_(std::move(store)),
+        device_(DeviceType::cuda, device_index) {
+    const std::string me = str("rank ", rank, ": nccl");
+    RG_CUDA(cudaSetDevice(device_index), me);
+    ncclUniqueId id;
+    const std::string key = prefix + "/unique_id";
+    if (rank == 0) {
+      RG_NCCL(ncclGetUniqueId(&id), me);
+      store_->set(key, std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
+    } else {
+      std::string bytes = store_->get(key, options.timeout);
+      RG_CHECK(bytes.size() == sizeof(id), me, ": malformed unique id in the store");
+      std::memcpy(&id, bytes.data(), sizeof(id));
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    RG_NCCL(ncclCommInitRankConfig(&comm_, size, id, rank, &config), me);
+    settle(str(me, ": communicator init (waiting for all ", size, " ranks to join)"));
+    RG_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), me);
+  }
+
+  ~NcclGroup() override {
+    shutdown();
+    if (comm_) {
+      if (failure().empty())
+        ncclCommDestroy(comm_);
+      else
+        ncclCommAbort(comm_);
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  const char* backend_name() const override { return "nccl"; }
+  bool supports_device(Device d) const override { return d == device_; }
+  Device default_device() const override { return device_; }
+
+  std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
+    // The data may come from a kernel the ring just launched on the compute stream.
+    RG_CUDA(cudaDeviceSynchronize(), "nccl send");
+    return post([&] { return ncclSend(t.data_ptr(), t.nbytes(), ncclUint8, dst, comm_, stream_); });
+  }
+  std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope&) override {
+    return post([&] { return ncclRecv(t.data_ptr(), t.nbytes(), ncclUint8, src, comm_, stream_); });
+  }
+
+  void begin_batch() override {
+    RG_NCCL(ncclGroupStart(), "nccl");
+    in_batch_ = true;
+  }
+  void end_batch() override {
+    in_batch_ = false;
+    RG_NCCL(ncclGroupEnd(), "nccl");
+    settle("nccl group");
+    for (auto& work : batch_) work->record(stream_);
+    batch_.clear();
+  }
+
+  void wait_message(Work& work, int peer, const Envelope& env) override {
+    if (work.wait(options().timeout)) return;
+    abort(str(describe(env), ": timed out after ", options().timeout.count() / 1000.0,
+              " s waiting for rank ", peer));
+    RG_FAIL(failure());
+  }
+
+  void abort(const std::string& reason) override {
+    set_failure(str("rank ", rank(), ": ", reason));
+    if (comm_) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+  // Raises the communicator's asynchronous error, if any.
+  void check_async(const char* what) {
+    RG_CHECK(comm_, failure());
+    ncclResult_t state;
+    RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
+    RG_CHECK(state == ncclSuccess || state == ncclInProgress, "rank ", rank(), ": ", what, ": ",
+             ncclGetErrorString(state));
+  }
+
+  std::shared_ptr<Work> native_allreduce(const Tensor& t, ReduceOp op) {
+    RG_CHECK(supports_device(t.device()) && t.is_contiguous(),
+             "nccl_allreduce: needs a "
+             "contiguous tensor on ",
+             device_.str());
+    ncclRedOp_t nccl_op = op == ReduceOp::max ? ncclMax : op == ReduceOp::avg ? ncclAvg : ncclSum;
+    return post([&] {
+      return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
+                           comm_, stream_);
+    });
+  }
+
+ private:
+  template <typename Call>
+  std::shared_ptr<Work> post(Call call) {
+    RG_CHECK(comm_, failure());
+    RG_CUDA(cudaSetDevice(device_.index), "nccl");
+    auto work = std::make_shared<NcclWork>(this);
+    RG_NCCL(call(), "nccl");
+    if (in_batch_) {
+      batch_.push_back(work);
+    } else {
+      settle("nccl");
+      work->record(stream_);
+    }
+    return work;
+  }
+
+  // Waits for a non-blocking NCCL call to be enqueued (or fails after the timeout).
+  void settle(const std::string& what) {
+    auto deadline = Clock::now() + options().timeout;
+    for (;;) {
+      ncclResult_t state;
+      RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        RG_FAIL(what, ": ", ncclGetErrorString(state));
+      }
+      if (Clock::now() > deadline) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        RG_FAIL(what, ": timed out after ", options().timeout.count() / 1000.0, " s");
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  std::shared_ptr<Store> store_;
+  Device device_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool in_batch_ = false;
+  std::vector<std::shared_ptr<NcclWork>> batch_;
+};
+
+bool NcclWork::wait(Milliseconds timeout) {
+  RG_CHECK(event_, "nccl: waiting for a message whose batch has not ended");
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    cudaError_t state = cudaEventQuery(event_);
+    if (state == cudaSuccess) return true;
+    RG_CHECK(state == cudaErrorNotReady, "nccl: ", cudaGetErrorString(state));
+    group_->check_async("nccl");
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+bool nccl_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store> store, int rank, int size,
+                                              int device_index, Options options,
+                                              const std::string& prefix) {
+  return std::make_shared<NcclGroup>(std::move(store), rank, size, device_index, options, prefix);
+}
+
+std::shared_ptr<Work> nccl_allreduce(ProcessGroup& pg, const Tensor& tensor, ReduceOp op) {
+  auto* group = dynamic_cast<NcclGroup*>(&pg);
+  RG_CHECK(group, "nccl_allreduce: the group uses the ", pg.backend_name(), " backend, not nccl");
+  return group->native_allreduce(tensor, op);
+}
+
+}  // namespace rg::dist

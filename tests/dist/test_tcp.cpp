@@ -1,0 +1,234 @@
+// The tcp backend and the store, with ranks as forked processes. The test process hosts the
+// store on a free port; every child joins through it, so parallel runs never collide.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "dist/store.h"
+#include "dist/tcp_group.h"
+#include "tests/dist/dist_test_util.h"
+#include "tests/dist/process_util.h"
+
+using namespace rg;
+using namespace rg::dist;
+using namespace rg::dist::test;
+
+namespace {
+
+// Runs fn(group) on `n` processes joined over tcp; returns each child's outcome.
+std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>& fn,
+                                 Options options = {}, bool shared_memory = true,
+                                 std::chrono::seconds limit = std::chrono::seconds(120),
+                                 const std::function<bool(int)>& joins = nullptr) {
+  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server->port();
+  return run_processes(
+      n,
+      [&](int rank) {
+        if (joins && !joins(rank)) {
+          std::this_thread::sleep_for(std::chrono::seconds(30));
+          return;
+        }
+        if (!shared_memory) setenv("RG_DIST_SHM", "0", 1);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, n, options);
+        fn(*pg);
+      },
+      limit);
+}
+
+// Every rank checks its result against the reference, then all ranks compare a hash of
+// their result bytes through the group itself.
+void check_identical(ProcessGroup& pg, const Tensor& t, const std::string& what) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : bytes_of(t)) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  Tensor mine = empty({1}, DType::i64);
+  *mine.data<int64_t>() = static_cast<int64_t>(hash);
+  Tensor all = empty({pg.size()}, DType::i64);
+  pg.allgather(all, mine)->wait();
+  for (int r = 0; r < pg.size(); ++r)
+    RG_CHECK(all.data<int64_t>()[r] == static_cast<int64_t>(hash), what, ": rank ", r,
+             " has other bits than rank ", pg.rank());
+}
+
+void expect_success(const std::vector<ChildResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    INFO("rank ", r, ": ", results[r].message);
+    CHECK(results[r].status == 0);
+    CHECK(!results[r].killed);
+  }
+}
+
+void allreduce_everything(ProcessGroup& pg) {
+  const int n = pg.size();
+  for (DType dtype : kAllDtypes) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+      if (!supports(dtype, op)) continue;
+      for (int64_t length : {int64_t(0), int64_t(1), int64_t(n - 1), int64_t(n), int64_t(n + 1),
+                             int64_t(1000), int64_t((1 << 20) + 3)}) {
+        if (length > 1000 && op != ReduceOp::sum && dtype != DType::f32) continue;
+        Tensor t = make_input(dtype, length, pg.rank());
+        pg.allreduce(t, op)->wait();
+        std::string problem = check_reduction(t, op, n);
+        RG_CHECK(problem.empty(), problem);
+        check_identical(pg, t, str(dtype_name(dtype), " ", reduce_op_name(op), " ", length));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tcp ring all-reduce over processes equals the reference, bit-identical on all ranks") {
+  for (int n : {2, 3, 4}) {
+    CAPTURE(n);
+    expect_success(run_tcp(n, allreduce_everything));
+  }
+}
+
+TEST_CASE("tcp all-reduce gives the same result over sockets as over shared memory") {
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    expect_success(run_tcp(n, allreduce_everything, {}, /*shared_memory=*/false));
+  }
+}
+
+TEST_CASE("tcp broadcast, allgather, reduce_scatter, barrier and send/recv across processes") {
+  expect_success(run_tcp(3, [](ProcessGroup& pg) {
+    const int n = pg.size();
+    for (int64_t length : {int64_t(0), int64_t(5), int64_t(300'001)}) {
+      Tensor b = make_input(DType::f32, length, pg.rank());
+      pg.broadcast(b, 2)->wait();
+      RG_CHECK(bytes_of(b) == bytes_of(make_input(DType::f32, length, 2)), "broadcast");
+
+      Tensor in = make_input(DType::f64, length, pg.rank());
+      Tensor out = empty({n * length}, DType::f64);
+      pg.allgather(out, in)->wait();
+      for (int r = 0; r < n; ++r)
+        RG_CHECK(std::memcmp(static_cast<char*>(out.data_ptr()) + r * in.nbytes(),
+                             make_input(DType::f64, length, r).data_ptr(), in.nbytes()) == 0,
+                 "allgather slice ", r);
+
+      Tensor whole = make_input(DType::f32, n * length, pg.rank());
+      Tensor part = empty({length});
+      pg.reduce_scatter(part, whole)->wait();
+      for (int64_t i = 0; i < length; ++i)
+        RG_CHECK(close_enough(DType::f32, get_element(part, i),
+                              reference(DType::f32, ReduceOp::sum, n, pg.rank() * length + i)),
+                 "reduce_scatter element ", i);
+      pg.barrier()->wait();
+    }
+    // A ring of user messages with two tags.
+    Tensor out = make_input(DType::i64, 100, pg.rank());
+    Tensor in = empty({100}, DType::i64);
+    auto r = pg.recv(in, (pg.rank() + n - 1) % n, 3);
+    pg.send(out, (pg.rank() + 1) % n, 3)->wait();
+    r->wait();
+    RG_CHECK(bytes_of(in) == bytes_of(make_input(DType::i64, 100, (pg.rank() + n - 1) % n)),
+             "send/recv");
+  }));
+}
+
+TEST_CASE("the store serves concurrent clients: set, get that waits, add, check, timeouts") {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(5000));
+  const int port = server.port();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        TcpStore client("127.0.0.1", port, false, Milliseconds(5000));
+        for (int i = 0; i < 100; ++i) client.add("counter", 1);
+        client.set(str("key/", t), str("value ", t));
+        // Waits for the key of the next thread, which may not be set yet.
+        std::string v = client.get(str("key/", (t + 1) % 8));
+        if (v != str("value ", (t + 1) % 8)) failures++;
+      } catch (const std::exception&) {
+        failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failures.load() == 0);
+  CHECK(server.add("counter", 0) == 800);
+  CHECK(server.check("key/3"));
+  CHECK(!server.check("missing"));
+  auto start = Clock::now();
+  CHECK_THROWS_WITH_AS(server.get("missing", Milliseconds(200)),
+                       doctest::Contains("waiting for key 'missing'"), Error);
+  CHECK(Clock::now() - start < std::chrono::seconds(3));
+  CHECK_THROWS_WITH_AS(TcpStore("127.0.0.1", 1, false, Milliseconds(300)),
+                       doctest::Contains("is rank 0 running?"), Error);
+}
+
+TEST_CASE("a rank that never joins makes the others fail at start-up, naming it") {
+  Options options;
+  options.timeout = Milliseconds(1500);
+  auto results = run_tcp(
+      3, [](ProcessGroup&) {}, options, true, std::chrono::seconds(20),
+      [](int rank) { return rank != 2; });
+  for (int r : {0, 1}) {
+    INFO(results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(results[r].message.find("rank 2 did not join") != std::string::npos);
+  }
+}
+
+TEST_CASE("a rank that dies mid-training makes the others fail at once, naming it") {
+  Options options;
+  options.timeout = Milliseconds(60'000);  // must not be what ends the wait
+  auto start = Clock::now();
+  auto results = run_tcp(
+      3,
+      [](ProcessGroup& pg) {
+        Tensor t = make_input(DType::f32, 100'000, pg.rank());
+        pg.allreduce(t)->wait();
+        if (pg.rank() == 1) _exit(7);  // crashes between two collectives
+        pg.allreduce(t)->wait();
+      },
+      options, true, std::chrono::seconds(40));
+  CHECK(Clock::now() - start < std::chrono::seconds(20));
+  CHECK(results[1].status == 7);
+  for (int r : {0, 2}) {
+    INFO(results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(results[r].message.find("rank 1") != std::string::npos);
+  }
+}
+
+TEST_CASE("a rank that hangs makes the others time out, naming it") {
+  Options options;
+  options.timeout = Milliseconds(1500);
+  auto results = run_tcp(
+      3,
+      [](ProcessGroup& pg) {
+        Tensor t = make_input(DType::f32, 1000, pg.rank());
+        pg.allreduce(t)->wait();
+        if (pg.rank() == 0) std::this_thread::sleep_for(std::chrono::seconds(6));
+        pg.allreduce(t)->wait();
+      },
+      options, true, std::chrono::seconds(40));
+  for (int r : {1, 2}) {
+    INFO(results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(results[r].message.find("waiting for rank 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("a mismatched collective across processes is reported on every rank") {
+  Options options;
+  options.timeout = Milliseconds(5000);
+  auto results = run_tcp(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = make_input(pg.rank() == 0 ? DType::f32 : DType::f64, 10, pg.rank());
+        pg.allreduce(t)->wait();
+      },
+      options, true, std::chrono::seconds(30));
+  for (int r : {0, 1}) {
+    INFO(results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(results[r].message.find("mismatched collectives") != std::string::npos);
+  }
+}

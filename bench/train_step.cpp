@@ -1,0 +1,106 @@
+// train_step: one GPT training step on the CPU, split into forward, backward and the
+// AdamW step; tokens/s; and the cost of gradient accumulation per micro-step against a
+// plain forward+backward of the same micro-batch, both measured in this run (interleaved
+// rounds, medians). Accumulation differs from plain only in the loss weighting
+// (sum / batch count instead of mean) and in adding into existing .grad tensors.
+//   train_step [n_layer n_embd batch seq steps]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "nn/nn.h"
+#include "ringgrad.h"
+
+using namespace rg;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+Tensor tokens(std::mt19937& rng, int64_t B, int64_t T, int64_t V) {
+  std::vector<int64_t> v(B * T);
+  for (auto& x : v) x = rng() % V;
+  return tensor(v, {B, T});
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  nn::GPTConfig c;
+  c.vocab_size = 512;
+  c.block_size = 64;
+  c.n_layer = argc > 1 ? std::atoi(argv[1]) : 2;
+  c.n_embd = argc > 2 ? std::atoi(argv[2]) : 128;
+  c.n_head = 4;
+  const int64_t B = argc > 3 ? std::atoi(argv[3]) : 8, T = argc > 4 ? std::atoi(argv[4]) : 64;
+  const int steps = argc > 5 ? std::atoi(argv[5]) : 10;
+  c.block_size = T;
+  auto model = std::make_shared<nn::GPT>(c);
+  optim::AdamW opt(model->parameters(), {.lr = 1e-4});
+  std::mt19937 rng(0);
+  Tensor x = tokens(rng, B, T, c.vocab_size), y = tokens(rng, B, T, c.vocab_size);
+  std::printf(
+      "GPT n_layer=%lld n_embd=%lld vocab=%lld, batch %lld x %lld tokens, %lld params, %d "
+      "threads\n",
+      (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
+      (long long)T, (long long)model->num_parameters(), get_num_threads());
+
+  // ---- full step: forward | backward | optimizer
+  std::vector<double> fwd, bwd, opt_t, total;
+  for (int s = 0; s < steps + 2; ++s) {
+    opt.zero_grad();
+    auto t0 = Clock::now();
+    Tensor loss = model->forward(x, y).second;
+    double f = seconds_since(t0);
+    auto t1 = Clock::now();
+    loss.backward();
+    double b = seconds_since(t1);
+    auto t2 = Clock::now();
+    opt.step();
+    double o = seconds_since(t2);
+    if (s < 2) continue;  // warm-up (allocator, first-touch)
+    fwd.push_back(f), bwd.push_back(b), opt_t.push_back(o), total.push_back(f + b + o);
+  }
+  const double step = median(total);
+  std::printf(
+      "step   %8.2f ms  (forward %.2f ms %.0f%%, backward %.2f ms %.0f%%, AdamW %.2f ms %.0f%%)\n",
+      1e3 * step, 1e3 * median(fwd), 100 * median(fwd) / step, 1e3 * median(bwd),
+      100 * median(bwd) / step, 1e3 * median(opt_t), 100 * median(opt_t) / step);
+  std::printf("tokens/s %8.0f\n", B * T / step);
+
+  // ---- accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows)
+  const int64_t k = 4;
+  auto xs = nn::split_micro_batches(x, k), ys = nn::split_micro_batches(y, k);
+  const double total_targets = static_cast<double>(nn::count_targets(y));
+  std::vector<double> plain, accum;
+  for (int round = 0; round < steps + 2; ++round) {
+    double p = 0, a = 0;
+    for (int64_t i = 0; i < k; ++i) {  // plain: fresh gradients each micro-batch
+      model->zero_grad();
+      auto t0 = Clock::now();
+      model->forward(xs[i], ys[i]).second.backward();
+      p += seconds_since(t0);
+    }
+    model->zero_grad();
+    for (int64_t i = 0; i < k; ++i) {  // accumulation: weighted sum loss, grads add up
+      auto t0 = Clock::now();
+      nn::micro_batch_cross_entropy(model->forward(xs[i]), ys[i], total_targets).backward();
+      a += seconds_since(t0);
+    }
+    if (round < 2) continue;
+    plain.push_back(p / k), accum.push_back(a / k);
+  }
+  const double mp = median(plain), ma = median(accum);
+  std::printf(
+      "micro-step (B/%lld rows): plain forward+backward %.2f ms, accumulating %.2f ms, "
+      "overhead %+.2f%%\n",
+      (long long)k, 1e3 * mp, 1e3 * ma, 100 * (ma / mp - 1));
+  return 0;
+}

@@ -1,0 +1,97 @@
+// Module: the base of every layer, like torch.nn.Module. A module owns named parameters
+// (trainable leaves), buffers (state that is not trained, e.g. masks) and children, all
+// kept in registration order. Names are dotted paths ("transformer.h.0.attn.c_attn.weight").
+//
+// Contract:
+//  - parameters()/named_parameters() list each tensor once (first name wins), so a tied
+//    weight (GPT's lm_head.weight is transformer.wte.weight) is optimised once;
+//    state_dict() lists every name, as PyTorch's does.
+//  - to(device/dtype) converts in place: each parameter keeps its identity (the same
+//    TensorImpl), so optimizers, hooks and tied weights stay valid.
+//  - load_state_dict copies values into the existing tensors.
+// Modules are held by std::shared_ptr: auto model = std::make_shared<rg::nn::GPT>(config);
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/state_dict.h"
+#include "ops/ops.h"
+
+namespace rg::nn {
+
+class Module {
+ public:
+  explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The single-input forward (layers, Sequential). Modules with other signatures (GPT)
+  // add their own overloads; calling this one on them throws.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // ---- registration; registering a name again replaces the entry (used for weight tying)
+  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  // Non-persistent buffers move with to() but stay out of state_dict().
+  Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  // ---- traversal (registration order, depth first: own entries, then each child's)
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const {
+    return children_;
+  }
+  std::shared_ptr<Module> child(const std::string& name) const;  // throws when absent
+  int64_t num_parameters() const;                                // each tensor counted once
+  const std::string& type_name() const { return type_name_; }
+
+  // ---- modes and gradients
+  void train(bool on = true);  // recursive
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad(bool set_to_none = true);
+
+  // ---- conversion in place (floating parameters/buffers change dtype; others keep it)
+  void to(Device device);
+  void to(DType dtype);
+  void to(Device device, DType dtype);
+
+  // ---- checkpoints
+  StateDict state_dict() const;
+  // Copies values into this module's tensors (converting dtype/device). With strict, throws
+  // one rg::Error listing missing keys, unexpected keys and keys whose shapes differ; without
+  // strict, loads the keys present in both and still refuses shape mismatches.
+  void load_state_dict(const StateDict& dict, bool strict = true);
+
+ protected:
+  // Children may override to react to a mode change (the default only stores the flag).
+  virtual void on_train(bool) {}
+
+ private:
+  struct Entry {
+    std::string name;
+    Tensor tensor;
+    bool persistent = true;
+  };
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void convert(Device device, DType dtype, bool change_dtype);
+  void collect(const std::string& prefix, bool params, bool recurse, bool with_non_persistent,
+               std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  std::vector<Entry> parameters_;
+  std::vector<Entry> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+}  // namespace rg::nn

@@ -1,0 +1,45 @@
+// Optimizer base (see nn/optim/optimizer.h).
+#include "nn/optim/optimizer.h"
+
+#include <string>
+
+#include "autograd/grad_mode.h"
+
+namespace rg::optim {
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, const char* name)
+    : groups_(std::move(groups)), lr_(lr), name_(name) {
+  RG_CHECK(lr >= 0, name_, ": learning rate must be >= 0, got ", lr);
+  for (const ParamGroup& g : groups_)
+    for (const Tensor& p : g.params)
+      RG_CHECK(p.defined() && is_floating(p.dtype()), name_,
+               ": parameters must be defined floating-point tensors");
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_)
+    for (Tensor& p : group.params) {
+      if (set_to_none) {
+        p.set_grad(Tensor());
+      } else if (p.grad().defined()) {
+        p.grad().detach().zero_();
+      }
+    }
+}
+
+std::vector<Tensor> Optimizer::parameters() const {
+  std::vector<Tensor> out;
+  for (const ParamGroup& g : groups_) out.insert(out.end(), g.params.begin(), g.params.end());
+  return out;
+}
+
+const Tensor& Optimizer::state_entry(const nn::StateDict& dict, size_t index,
+                                     const char* name) const {
+  const std::string key = "state." + std::to_string(index) + "." + name;
+  const Tensor* t = dict.find(key);
+  RG_CHECK(t != nullptr, name_, ".load_state_dict: missing key '", key, "'");
+  return *t;
+}
+
+}  // namespace rg::optim

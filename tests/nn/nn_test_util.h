@@ -1,0 +1,36 @@
+// Helpers shared by the nn tests: relative error between tensors, deterministic token data.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "nn/nn.h"
+#include "ringgrad.h"
+
+namespace rg::nn_test {
+
+// max|a - b| / max|b| (0 when both are all zero).
+inline double rel_err(const Tensor& a, const Tensor& b) {
+  double scale = amax(abs(b.detach().to(DType::f64))).item();
+  double diff = max_abs_diff(a.detach().to(DType::f64), b.detach().to(DType::f64));
+  return scale > 0 ? diff / scale : diff;
+}
+
+// Integer tokens in [0, vocab) of shape `shape`, from a fixed seed.
+inline Tensor random_tokens(const Shape& shape, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> v(numel_of(shape));
+  for (auto& x : v) x = static_cast<int64_t>(rng() % static_cast<uint32_t>(vocab));
+  return tensor(v, shape);
+}
+
+// Copies of `tokens` with every `every`-th entry (from `first`) replaced by ignore_index.
+inline Tensor with_ignored(const Tensor& tokens, int64_t ignore_index, int64_t every,
+                           int64_t first = 0) {
+  std::vector<int64_t> v = tokens.to_vector<int64_t>();
+  for (size_t i = first; i < v.size(); i += every) v[i] = ignore_index;
+  return tensor(v, tokens.shape());
+}
+
+}  // namespace rg::nn_test

@@ -1,0 +1,118 @@
+// GPT: nanoGPT's parameter names and shapes, weight tying, init, causality.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nn_test_util.h"
+
+using namespace rg;
+using namespace rg::nn;
+
+namespace {
+GPTConfig tiny_config() {
+  GPTConfig c;
+  c.vocab_size = 11;
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.seed = 5;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("GPT parameter names and shapes follow nanoGPT") {
+  auto model = std::make_shared<GPT>(tiny_config());
+  const int64_t V = 11, B = 8, C = 16;
+  std::vector<std::pair<std::string, Shape>> expected = {{"transformer.wte.weight", {V, C}},
+                                                         {"transformer.wpe.weight", {B, C}}};
+  for (int i = 0; i < 2; ++i) {
+    std::string h = "transformer.h." + std::to_string(i) + ".";
+    std::vector<std::pair<std::string, Shape>> block = {{h + "ln_1.weight", {C}},
+                                                        {h + "ln_1.bias", {C}},
+                                                        {h + "attn.c_attn.weight", {3 * C, C}},
+                                                        {h + "attn.c_attn.bias", {3 * C}},
+                                                        {h + "attn.c_proj.weight", {C, C}},
+                                                        {h + "attn.c_proj.bias", {C}},
+                                                        {h + "ln_2.weight", {C}},
+                                                        {h + "ln_2.bias", {C}},
+                                                        {h + "mlp.c_fc.weight", {4 * C, C}},
+                                                        {h + "mlp.c_fc.bias", {4 * C}},
+                                                        {h + "mlp.c_proj.weight", {C, 4 * C}},
+                                                        {h + "mlp.c_proj.bias", {C}}};
+    expected.insert(expected.end(), block.begin(), block.end());
+  }
+  expected.push_back({"transformer.ln_f.weight", {C}});
+  expected.push_back({"transformer.ln_f.bias", {C}});
+
+  auto named = model->named_parameters();
+  REQUIRE(named.size() == expected.size());
+  for (size_t i = 0; i < named.size(); ++i) {
+    CHECK(named[i].first == expected[i].first);
+    CHECK(named[i].second.shape() == expected[i].second);
+  }
+  // state_dict also lists the tied lm_head.weight, last, as nanoGPT's does.
+  auto keys = model->state_dict().keys();
+  REQUIRE(keys.size() == expected.size() + 1);
+  CHECK(keys.back() == "lm_head.weight");
+}
+
+TEST_CASE("lm_head.weight is transformer.wte.weight, counted once") {
+  auto model = std::make_shared<GPT>(tiny_config());
+  CHECK(model->lm_head->weight.is_same(model->wte->weight));
+  auto sd = model->state_dict();
+  CHECK(sd.at("lm_head.weight").is_same(sd.at("transformer.wte.weight")));
+  int64_t n = 0;
+  for (auto& p : model->parameters()) n += p.numel();
+  CHECK(n == model->num_parameters());
+  model->to(kFloat64);  // tying survives conversion
+  CHECK(model->lm_head->weight.is_same(model->wte->weight));
+  CHECK(model->lm_head->weight.dtype() == DType::f64);
+}
+
+TEST_CASE("GPT init follows nanoGPT and depends only on the seed") {
+  GPTConfig c = tiny_config();
+  c.n_embd = 32;
+  c.n_layer = 4;
+  auto a = std::make_shared<GPT>(c), b = std::make_shared<GPT>(c);
+  for (size_t i = 0; i < a->parameters().size(); ++i)
+    CHECK(equal(a->parameters()[i], b->parameters()[i]));
+  auto std_of = [](const Tensor& t) { return std::sqrt(mean(square(t)).item()); };
+  CHECK(std_of(a->h[0]->mlp->c_fc->weight) == doctest::Approx(0.02).epsilon(0.1));
+  CHECK(std_of(a->h[1]->mlp->c_proj->weight) ==
+        doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.1));
+  CHECK(std_of(a->h[0]->attn->c_proj->weight) ==
+        doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.15));
+  CHECK(amax(abs(a->h[0]->attn->c_attn->bias)).item() == 0.0);
+  CHECK(amin(a->h[0]->ln_1->weight).item() == 1.0);
+  c.seed = 6;
+  auto d = std::make_shared<GPT>(c);
+  CHECK_FALSE(equal(a->wte->weight, d->wte->weight));
+}
+
+TEST_CASE("GPT is causal: a later token does not change earlier logits") {
+  auto model = std::make_shared<GPT>(tiny_config());
+  Tensor idx = rg::nn_test::random_tokens({2, 6}, 11, 1);
+  std::vector<int64_t> v = idx.to_vector<int64_t>();
+  v[5] = (v[5] + 1) % 11;
+  v[11] = (v[11] + 3) % 11;
+  Tensor logits = model->forward(idx), changed = model->forward(tensor(v, {2, 6}));
+  CHECK(logits.shape() == Shape{2, 6, 11});
+  CHECK(equal(logits.narrow(1, 0, 5), changed.narrow(1, 0, 5)));
+  CHECK_FALSE(equal(logits.narrow(1, 5, 1), changed.narrow(1, 5, 1)));
+  CHECK_THROWS_WITH_AS(model->forward(zeros({1, 9}, DType::i64)),
+                       doctest::Contains("GPT: sequence length 9 exceeds block_size 8"), Error);
+}
+
+TEST_CASE("GPT dropout acts in train mode only") {
+  GPTConfig c = tiny_config();
+  c.dropout = 0.2;
+  auto model = std::make_shared<GPT>(c);
+  Tensor idx = rg::nn_test::random_tokens({2, 5}, 11, 2);
+  CHECK_FALSE(equal(model->forward(idx), model->forward(idx)));
+  model->eval();
+  CHECK(equal(model->forward(idx), model->forward(idx)));
+  auto [logits, loss] = model->forward(idx, rg::nn_test::random_tokens({2, 5}, 11, 3));
+  CHECK(loss.numel() == 1);
+  CHECK(loss.item() == doctest::Approx(std::log(11.0)).epsilon(0.1));
+}

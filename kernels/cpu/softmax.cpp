@@ -6,6 +6,7 @@
 //   backward:     dx = y * (dy - sum(dy * y))     log: dx = dy - exp(y) * sum(dy)
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
@@ -58,13 +59,25 @@ void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
           for (int64_t i = 0; i < n; ++i) mx = std::max(mx, C(xr[i]));
           if (mx == -std::numeric_limits<C>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
           double sum = 0;
-          for (int64_t i = 0; i < n; ++i) sum += double(std::exp(C(xr[i]) - mx));
+          if (log || std::is_same_v<T, bf16_t>) {  // bf16 recomputes exp below: one rounding
+            for (int64_t i = 0; i < n; ++i) sum += double(std::exp(C(xr[i]) - mx));
+          } else {  // keep exp in y: one exp per element
+            for (int64_t i = 0; i < n; ++i) {
+              C e = std::exp(C(xr[i]) - mx);
+              yr[i] = T(e);
+              sum += double(e);
+            }
+          }
           if (log) {  // (x - max) - log(sum): rounding x - max first keeps small results exact
             C log_sum = C(std::log(sum));
             for (int64_t i = 0; i < n; ++i) yr[i] = T((C(xr[i]) - mx) - log_sum);
           } else {
             C scale = C(1.0 / sum);
-            for (int64_t i = 0; i < n; ++i) yr[i] = T(std::exp(C(xr[i]) - mx) * scale);
+            if constexpr (std::is_same_v<T, bf16_t>) {
+              for (int64_t i = 0; i < n; ++i) yr[i] = T(std::exp(C(xr[i]) - mx) * scale);
+            } else {
+              for (int64_t i = 0; i < n; ++i) yr[i] = T(C(yr[i]) * scale);
+            }
           }
         }
       });

@@ -1,0 +1,97 @@
+// Reading the launcher's environment: torchrun/rgrun, Slurm and Open MPI variables.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "dist/init.h"
+
+using namespace rg;
+using namespace rg::dist;
+
+namespace {
+LaunchInfo parse(const std::map<std::string, std::string>& vars) {
+  return launch_info_from_env([&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+}  // namespace
+
+TEST_CASE("torchrun variables give rank, world, local rank and master") {
+  auto info = parse({{"RANK", "5"},
+                     {"WORLD_SIZE", "8"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "4"},
+                     {"MASTER_ADDR", "node7"},
+                     {"MASTER_PORT", "1234"}});
+  CHECK(info.source == "torchrun");
+  CHECK(info.rank == 5);
+  CHECK(info.world_size == 8);
+  CHECK(info.local_rank == 1);
+  CHECK(info.local_world_size == 4);
+  CHECK(info.master_addr == "node7");
+  CHECK(info.master_port == 1234);
+}
+
+TEST_CASE("Slurm variables: first node of the list is the master, port from the job id") {
+  auto info = parse({{"SLURM_PROCID", "6"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "2"},
+                     {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                     {"SLURM_JOB_NODELIST", "gpu[07-08,10],cpu1"},
+                     {"SLURM_JOB_ID", "123456"}});
+  CHECK(info.source == "slurm");
+  CHECK(info.rank == 6);
+  CHECK(info.world_size == 8);
+  CHECK(info.local_rank == 2);
+  CHECK(info.local_world_size == 4);
+  CHECK(info.master_addr == "gpu07");
+  CHECK(info.master_port == 20000 + 123456 % 20000);
+  // MASTER_ADDR / MASTER_PORT win.
+  auto explicit_master = parse({{"SLURM_PROCID", "0"},
+                                {"SLURM_NTASKS", "2"},
+                                {"SLURM_JOB_NODELIST", "a1"},
+                                {"MASTER_ADDR", "10.0.0.1"},
+                                {"MASTER_PORT", "4000"}});
+  CHECK(explicit_master.master_addr == "10.0.0.1");
+  CHECK(explicit_master.master_port == 4000);
+}
+
+TEST_CASE("the first host of Slurm node lists") {
+  CHECK(first_slurm_host("node1") == "node1");
+  CHECK(first_slurm_host("node1,node2") == "node1");
+  CHECK(first_slurm_host("gpu[03-05,9],cpu1") == "gpu03");
+  CHECK(first_slurm_host("a[1,2]") == "a1");
+}
+
+TEST_CASE("Open MPI variables") {
+  auto info = parse({{"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  CHECK(info.source == "openmpi");
+  CHECK(info.rank == 3);
+  CHECK(info.world_size == 4);
+  CHECK(info.local_rank == 1);
+  CHECK(info.local_world_size == 2);
+  CHECK(info.master_addr == "127.0.0.1");
+  CHECK(info.master_port == 29500);
+}
+
+TEST_CASE("no launcher: a world of one") {
+  auto info = parse({});
+  CHECK(info.source == "default");
+  CHECK(info.rank == 0);
+  CHECK(info.world_size == 1);
+}
+
+TEST_CASE("malformed or inconsistent variables are errors naming the variable") {
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), doctest::Contains("RANK='x'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
+                       doctest::Contains("outside the world of size 2"), Error);
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "0"}}), doctest::Contains("WORLD_SIZE is not set"), Error);
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "99999"}}),
+                       doctest::Contains("MASTER_PORT"), Error);
+}

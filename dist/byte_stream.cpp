@@ -7,35 +7,40 @@
 #include "dist/byte_stream.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "core/error.h"
 
 namespace rg::dist {
 
+// Shared (not FUTEX_PRIVATE) futex operations: the word may be mapped by several processes.
 void Doorbell::ring() {
-  seq_.fetch_add(1);
-  if (sleepers_.load() > 0) {
-    std::lock_guard lock(mu_);
-    cv_.notify_all();
-  }
+  seq.fetch_add(1);
+  if (sleepers.load() > 0)
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
+            0);
 }
 
-void Doorbell::wait(uint64_t seen, std::chrono::microseconds max) {
-  sleepers_.fetch_add(1);
-  {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, max, [&] { return seq_.load() != seen; });
+void Doorbell::wait(uint32_t seen, std::chrono::microseconds max) {
+  sleepers.fetch_add(1);
+  if (seq.load() == seen) {
+    timespec timeout{static_cast<time_t>(max.count() / 1000000),
+                     static_cast<long>(max.count() % 1000000) * 1000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT, seen, &timeout, nullptr, 0);
   }
-  sleepers_.fetch_sub(1);
+  sleepers.fetch_sub(1);
 }
 
 RingBuffer* RingBuffer::create(void* memory, size_t capacity) {
@@ -48,9 +53,8 @@ namespace {
 
 class RingStream : public ByteStream {
  public:
-  RingStream(RingBuffer* out, RingBuffer* in, std::shared_ptr<void> keepalive,
-             std::shared_ptr<Doorbell> bell)
-      : out_(out), in_(in), keepalive_(std::move(keepalive)), bell_(std::move(bell)) {}
+  RingStream(RingBuffer* out, RingBuffer* in, Doorbell* bell, std::shared_ptr<void> keepalive)
+      : out_(out), in_(in), bell_(bell), keepalive_(std::move(keepalive)) {}
   ~RingStream() override { close(); }
 
   size_t write_some(const void* data, size_t n) override {
@@ -100,8 +104,8 @@ class RingStream : public ByteStream {
  private:
   RingBuffer* out_;
   RingBuffer* in_;
+  Doorbell* bell_;
   std::shared_ptr<void> keepalive_;
-  std::shared_ptr<Doorbell> bell_;
   bool closed_ = false;
 };
 
@@ -150,10 +154,9 @@ class SocketStream : public ByteStream {
 
 }  // namespace
 
-std::unique_ptr<ByteStream> make_ring_stream(RingBuffer* out, RingBuffer* in,
-                                             std::shared_ptr<void> keepalive,
-                                             std::shared_ptr<Doorbell> peer_bell) {
-  return std::make_unique<RingStream>(out, in, std::move(keepalive), std::move(peer_bell));
+std::unique_ptr<ByteStream> make_ring_stream(RingBuffer* out, RingBuffer* in, Doorbell* peer_bell,
+                                             std::shared_ptr<void> keepalive) {
+  return std::make_unique<RingStream>(out, in, peer_bell, std::move(keepalive));
 }
 
 std::unique_ptr<ByteStream> make_socket_stream(int fd) {

@@ -7,11 +7,9 @@
 #pragma once
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
 namespace rg::dist {
 
@@ -27,20 +25,18 @@ class ByteStream {
   virtual void close() = 0;              // tells the other side this side is done
 };
 
-// Wakes a rank's idle progress loop when a peer moved bytes in a shared ring (threads backend).
-class Doorbell {
- public:
-  void ring();
-  uint64_t seq() const { return seq_.load(); }
-  // Returns when seq() != seen or after `max`.
-  void wait(uint64_t seen, std::chrono::microseconds max);
+// Wakes a rank's idle progress loop when a peer moved bytes in a shared ring. It is plain
+// memory (a futex word), so it works between threads and between processes sharing a mapping.
+struct Doorbell {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleepers{0};
 
- private:
-  std::atomic<uint64_t> seq_{0};
-  std::atomic<int> sleepers_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  void ring();
+  uint32_t current() const { return seq.load(); }
+  // Returns when current() != seen, or after `max`.
+  void wait(uint32_t seen, std::chrono::microseconds max);
 };
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "doorbells in shared memory need it");
 
 // Layout of one ring at the start of its memory; the data bytes follow the header.
 struct alignas(64) RingBuffer {
@@ -60,10 +56,9 @@ struct alignas(64) RingBuffer {
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "rings in shared memory need it");
 
 // A duplex stream over two rings: writes go to `out`, reads come from `in`. `keepalive` owns
-// the memory; `peer_bell` (may be null) is rung whenever bytes move.
-std::unique_ptr<ByteStream> make_ring_stream(RingBuffer* out, RingBuffer* in,
-                                             std::shared_ptr<void> keepalive,
-                                             std::shared_ptr<Doorbell> peer_bell);
+// the memory (rings and bell); `peer_bell` (may be null) is rung whenever bytes move.
+std::unique_ptr<ByteStream> make_ring_stream(RingBuffer* out, RingBuffer* in, Doorbell* peer_bell,
+                                             std::shared_ptr<void> keepalive);
 // Takes ownership of a connected socket and makes it non-blocking.
 std::unique_ptr<ByteStream> make_socket_stream(int fd);
 

@@ -114,10 +114,13 @@ struct Peer {
 
 class Engine {
  public:
-  Engine(int rank, std::vector<PeerLink> links, std::shared_ptr<Doorbell> doorbell)
-      : rank_(rank), doorbell_(std::move(doorbell)) {
+  Engine(int rank, std::vector<PeerLink> links, Doorbell* doorbell)
+      : rank_(rank), doorbell_(doorbell) {
     peers_.resize(links.size());
-    for (size_t p = 0; p < links.size(); ++p) peers_[p].link = std::move(links[p]);
+    for (size_t p = 0; p < links.size(); ++p) {
+      peers_[p].link = std::move(links[p]);
+      if (peers_[p].link.data && peers_[p].link.data->fd() >= 0) socket_data_ = true;
+    }
   }
 
   OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env) {
@@ -164,9 +167,9 @@ class Engine {
   // Makes progress until `op` is done (true) or `deadline` passes (false); throws if the op
   // or the group failed.
   bool wait(const MessageOp& op, Clock::time_point deadline) {
-    int idle_rounds = 0;
+    Clock::time_point idle_since{};
     for (;;) {
-      uint64_t bell = doorbell_ ? doorbell_->seq() : 0;
+      uint32_t bell = doorbell_ ? doorbell_->current() : 0;
       bool moved;
       {
         std::lock_guard lock(mu_);
@@ -177,12 +180,11 @@ class Engine {
         }
         RG_CHECK(failure_.empty(), failure_);
       }
-      if (moved) {
-        idle_rounds = 0;
-        continue;
-      }
-      if (Clock::now() >= deadline) return false;
-      idle(++idle_rounds, bell);
+      const auto now = Clock::now();
+      if (moved || idle_since == Clock::time_point{}) idle_since = now;
+      if (moved) continue;
+      if (now >= deadline) return false;
+      idle(now - idle_since, bell);
     }
   }
 
@@ -485,39 +487,42 @@ class Engine {
     }
   }
 
-  void idle(int rounds, uint64_t bell) {
-    {
-      std::lock_guard lock(mu_);
-      idled_ = rounds >= 200;
-    }
-    if (rounds < 200) {
+  // Nothing moved for `idle_for`: spin briefly (a peer on another core answers within
+  // microseconds), then yield the core, then sleep until a peer rings or a socket is readable.
+  void idle(Clock::duration idle_for, uint32_t bell) {
+    using std::chrono::microseconds;
+    if (idle_for < microseconds(20)) {
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
       return;
     }
-    if (rounds < 400 && !doorbell_) {
+    if (idle_for < microseconds(200)) {
       sched_yield();
-      return;
-    }
-    if (doorbell_) {
-      doorbell_->wait(bell, std::chrono::microseconds(rounds < 400 ? 100 : 2000));
       return;
     }
     std::vector<pollfd> fds;
     {
       std::lock_guard lock(mu_);
-      for (auto& p : peers_) {
-        for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
-          if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
+      idled_ = true;
+      if (doorbell_ && !socket_data_) {
+      } else {
+        for (auto& p : peers_) {
+          for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
+            if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
+          }
         }
       }
     }
-    ::poll(fds.data(), fds.size(), 1);
+    if (doorbell_ && !socket_data_)
+      doorbell_->wait(bell, microseconds(1000));
+    else
+      ::poll(fds.data(), fds.size(), 1);
   }
 
   int rank_;
-  std::shared_ptr<Doorbell> doorbell_;
+  Doorbell* doorbell_;        // rung by peers when bytes move in a shared ring (may be null)
+  bool socket_data_ = false;  // some peer's data goes through a socket: poll() it when idle
   std::mutex mu_;
   std::vector<Peer> peers_;
   std::string failure_;
@@ -546,11 +551,10 @@ class MessageWork : public Work {
 class MessageGroup : public ProcessGroup {
  public:
   MessageGroup(const char* backend, int rank, int size, Options options,
-               std::vector<PeerLink> links, std::shared_ptr<Doorbell> doorbell,
-               std::shared_ptr<void> keepalive)
+               std::vector<PeerLink> links, Doorbell* doorbell, std::shared_ptr<void> keepalive)
       : ProcessGroup(rank, size, options),
         backend_(backend),
-        engine_(std::make_shared<Engine>(rank, std::move(links), std::move(doorbell))),
+        engine_(std::make_shared<Engine>(rank, std::move(links), doorbell)),
         keepalive_(std::move(keepalive)) {}
 
   ~MessageGroup() override {
@@ -589,12 +593,12 @@ class MessageGroup : public ProcessGroup {
 
 std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
                                                  Options options, std::vector<PeerLink> links,
-                                                 std::shared_ptr<Doorbell> doorbell,
+                                                 Doorbell* doorbell,
                                                  std::shared_ptr<void> keepalive) {
   RG_CHECK(static_cast<int>(links.size()) == size, backend, ": ", links.size(),
            " peer links for a world of size ", size);
-  return std::make_shared<MessageGroup>(backend, rank, size, options, std::move(links),
-                                        std::move(doorbell), std::move(keepalive));
+  return std::make_shared<MessageGroup>(backend, rank, size, options, std::move(links), doorbell,
+                                        std::move(keepalive));
 }
 
 }  // namespace rg::dist

@@ -18,10 +18,10 @@ struct PeerLink {
 
 // links[rank] is left empty. `doorbell` (may be null) is rung by peers when bytes move to or
 // from this rank; without it an idle rank polls its sockets. `keepalive` lives as long as
-// the group (the store, shared memory...).
+// the group (the store, the doorbell's memory...).
 std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
                                                  Options options, std::vector<PeerLink> links,
-                                                 std::shared_ptr<Doorbell> doorbell,
+                                                 Doorbell* doorbell,
                                                  std::shared_ptr<void> keepalive = nullptr);
 
 }  // namespace rg::dist

@@ -4,9 +4,11 @@
 // 2. Each rank connects twice (data, control) to every lower rank and accepts two connections
 //    from every higher one; a hello names the connecting rank and the connection's role.
 // 3. For each pair on the same host the lower rank creates a shared-memory segment holding
-//    one ring per direction and sends its name over the data socket; the higher rank maps it
-//    and acknowledges; the name is then unlinked (the mappings stay), so nothing is left
-//    behind in /dev/shm whatever happens later. Those pairs close their data socket.
+//    one ring per direction and sends its name, and that of its doorbell (a futex word that
+//    peers ring when they move bytes, so an idle rank can sleep), over the data socket; the
+//    higher rank maps them and answers with its own doorbell. The names are then unlinked
+//    (the mappings stay), so nothing is left behind in /dev/shm whatever happens later.
+//    Those pairs close their data socket.
 #include "dist/tcp_group.h"
 
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sstream>
 
 #include "dist/byte_stream.h"
@@ -138,59 +141,90 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   ::close(listen_fd);
   listen_fd = -1;
 
-  // 3. Shared memory between ranks on the same host.
+  // 3. Shared memory between ranks on the same host: a ring pair per pair of ranks, and one
+  // doorbell per rank that its peers ring when they move bytes.
   std::vector<PeerLink> links(size);
-  std::vector<std::shared_ptr<void>> mappings(size);
+  std::vector<std::shared_ptr<void>> mappings(size), bells(size);
   std::vector<std::string> names(size);
   const size_t capacity = shm_ring_bytes();
   const size_t segment_bytes = 2 * RingBuffer::footprint(capacity);
   static std::atomic<int> segments_made{0};
+  bool any_local = false;
+  for (int q = 0; q < size; ++q) any_local |= q != rank && shm_enabled() && peers[q].host == host;
+  std::shared_ptr<void> my_bell;
+  std::string my_bell_name;
+  auto create_segment = [&](const std::string& name, size_t bytes) {
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    RG_CHECK(fd >= 0, me, ": shm_open ", name, ": ", std::strerror(errno));
+    bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
+    std::shared_ptr<void> mapping;
+    if (sized) mapping = map_shared(fd, bytes, me);
+    ::close(fd);
+    if (!sized) {
+      shm_unlink(name.c_str());
+      RG_FAIL(me, ": cannot size shared memory ", name, " to ", bytes, " bytes");
+    }
+    return mapping;
+  };
+  auto open_segment = [&](const std::string& name, size_t bytes, int q) {
+    int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    RG_CHECK(fd >= 0, me, ": shm_open ", name, " from rank ", q, ": ", std::strerror(errno));
+    auto mapping = map_shared(fd, bytes, me);
+    ::close(fd);
+    return mapping;
+  };
+  auto send_text = [&](int q, const std::string& text) {
+    uint32_t len = text.size();
+    net::write_all(data_fd[q], &len, 4, deadline, str(me, ": shared memory set-up with rank ", q));
+    net::write_all(data_fd[q], text.data(), len, deadline, str(me, ": shared memory set-up"));
+  };
+  auto read_text = [&](int q) {
+    uint32_t len = 0;
+    net::read_all(data_fd[q], &len, 4, deadline, str(me, ": shared memory set-up with rank ", q));
+    std::string text(len, '\0');
+    net::read_all(data_fd[q], text.data(), len, deadline, str(me, ": shared memory set-up"));
+    return text;
+  };
   try {
+    if (any_local) {
+      my_bell_name = str("/rg-bell-", getpid(), "-", rank, "-", segments_made++);
+      my_bell = create_segment(my_bell_name, sizeof(Doorbell));
+      new (my_bell.get()) Doorbell();
+    }
     for (int q = rank + 1; q < size; ++q) {  // lower rank of the pair: create and offer
       std::string name;
       if (shm_enabled() && peers[q].host == host) {
         name = str("/rg-", getpid(), "-", rank, "-", q, "-", segments_made++);
-        int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-        RG_CHECK(fd >= 0, me, ": shm_open ", name, ": ", std::strerror(errno));
-        bool sized = ftruncate(fd, static_cast<off_t>(segment_bytes)) == 0;
-        if (sized) mappings[q] = map_shared(fd, segment_bytes, me);
-        ::close(fd);
-        if (!sized) {
-          shm_unlink(name.c_str());
-          RG_FAIL(me, ": cannot size shared memory ", name, " to ", segment_bytes, " bytes");
-        }
+        mappings[q] = create_segment(name, segment_bytes);
         char* base = static_cast<char*>(mappings[q].get());
         RingBuffer::create(base, capacity);
         RingBuffer::create(base + RingBuffer::footprint(capacity), capacity);
         names[q] = name;
       }
-      uint32_t len = name.size();
-      net::write_all(data_fd[q], &len, 4, deadline, str(me, ": offering shared memory"));
-      net::write_all(data_fd[q], name.data(), len, deadline, str(me, ": offering shared memory"));
+      send_text(q, name);
+      send_text(q, name.empty() ? "" : my_bell_name);
     }
-    for (int q = 0; q < rank; ++q) {  // higher rank: map what was offered, acknowledge
-      uint32_t len = 0;
-      net::read_all(data_fd[q], &len, 4, deadline, str(me, ": shared memory from rank ", q));
-      std::string name(len, '\0');
-      net::read_all(data_fd[q], name.data(), len, deadline, str(me, ": shared memory name"));
+    for (int q = 0; q < rank; ++q) {  // higher rank: map what was offered, answer with its bell
+      std::string name = read_text(q), bell = read_text(q);
       if (!name.empty()) {
-        int fd = shm_open(name.c_str(), O_RDWR, 0600);
-        RG_CHECK(fd >= 0, me, ": shm_open ", name, " from rank ", q, ": ", std::strerror(errno));
-        mappings[q] = map_shared(fd, segment_bytes, me);
-        ::close(fd);
+        mappings[q] = open_segment(name, segment_bytes, q);
+        bells[q] = open_segment(bell, sizeof(Doorbell), q);
       }
-      char ack = 1;
-      net::write_all(data_fd[q], &ack, 1, deadline, str(me, ": acknowledging shared memory"));
+      send_text(q, name.empty() ? "" : my_bell_name);
     }
-    for (int q = rank + 1; q < size; ++q) {
-      char ack = 0;
-      net::read_all(data_fd[q], &ack, 1, deadline, str(me, ": shared memory ack of rank ", q));
+    for (int q = rank + 1; q < size; ++q) {  // lower rank: map the answer, confirm
+      std::string bell = read_text(q);
+      if (!bell.empty()) bells[q] = open_segment(bell, sizeof(Doorbell), q);
       if (!names[q].empty()) shm_unlink(names[q].c_str());
       names[q].clear();
+      send_text(q, "mapped");
     }
+    for (int q = 0; q < rank; ++q) read_text(q);  // every peer has mapped this rank's bell
+    if (!my_bell_name.empty()) shm_unlink(my_bell_name.c_str());
   } catch (...) {
     for (auto& name : names)
       if (!name.empty()) shm_unlink(name.c_str());
+    if (!my_bell_name.empty()) shm_unlink(my_bell_name.c_str());
     close_all();
     throw;
   }
@@ -202,8 +236,12 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
       auto* low_to_high = reinterpret_cast<RingBuffer*>(base);
       auto* high_to_low = reinterpret_cast<RingBuffer*>(base + RingBuffer::footprint(capacity));
       bool low = rank < q;
-      links[q].data = make_ring_stream(low ? low_to_high : high_to_low,
-                                       low ? high_to_low : low_to_high, mappings[q], nullptr);
+      // The stream keeps both the rings and the peer's bell mapped.
+      auto keep = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+          mappings[q], bells[q]);
+      links[q].data =
+          make_ring_stream(low ? low_to_high : high_to_low, low ? high_to_low : low_to_high,
+                           static_cast<Doorbell*>(bells[q].get()), keep);
       ::close(data_fd[q]);
     } else {
       set_buffers(data_fd[q]);
@@ -211,7 +249,10 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
     }
     links[q].control = make_socket_stream(control_fd[q]);
   }
-  return make_message_group("tcp", rank, size, options, std::move(links), nullptr, store);
+  auto keep =
+      std::make_shared<std::pair<std::shared_ptr<Store>, std::shared_ptr<void>>>(store, my_bell);
+  return make_message_group("tcp", rank, size, options, std::move(links),
+                            static_cast<Doorbell*>(my_bell.get()), keep);
 }
 
 }  // namespace rg::dist

@@ -16,8 +16,7 @@ constexpr size_t kControlRingBytes = 16 << 10;
 
 // The rings of one world; every stream holds it alive.
 struct World {
-  explicit World(int n) : size(n), doorbells(n) {
-    for (auto& bell : doorbells) bell = std::make_shared<Doorbell>();
+  explicit World(int n) : size(n), doorbells(new Doorbell[n]) {
     const size_t pair_bytes =
         RingBuffer::footprint(kDataRingBytes) + RingBuffer::footprint(kControlRingBytes);
     memory.reset(new char[pair_bytes * n * n]);
@@ -33,7 +32,7 @@ struct World {
   int size;
   std::unique_ptr<char[]> memory;
   std::vector<RingBuffer*> data, control;  // [src * size + dst]
-  std::vector<std::shared_ptr<Doorbell>> doorbells;
+  std::unique_ptr<Doorbell[]> doorbells;   // [rank]
 };
 
 }  // namespace
@@ -46,14 +45,14 @@ std::vector<std::shared_ptr<ProcessGroup>> make_thread_groups(int size, Options 
     std::vector<PeerLink> links(size);
     for (int p = 0; p < size; ++p) {
       if (p == r) continue;
-      auto bell = world->doorbells[p];
+      Doorbell* bell = &world->doorbells[p];
       links[p].data =
-          make_ring_stream(world->data[r * size + p], world->data[p * size + r], world, bell);
+          make_ring_stream(world->data[r * size + p], world->data[p * size + r], bell, world);
       links[p].control =
-          make_ring_stream(world->control[r * size + p], world->control[p * size + r], world, bell);
+          make_ring_stream(world->control[r * size + p], world->control[p * size + r], bell, world);
     }
-    groups.push_back(
-        make_message_group("threads", r, size, options, std::move(links), world->doorbells[r]));
+    groups.push_back(make_message_group("threads", r, size, options, std::move(links),
+                                        &world->doorbells[r], world));
   }
   return groups;
 }

@@ -213,6 +213,20 @@ void ProcessGroup::wait_message(Work& work, int peer, const Envelope& env) {
             " ms waiting for rank ", peer);
 }
 
+Tensor ProcessGroup::scratch(int64_t slot, int64_t numel, DType dtype, Device device) {
+  if (static_cast<int64_t>(scratch_.size()) <= slot) scratch_.resize(slot + 1);
+  Tensor& bytes = scratch_[slot];
+  const int64_t need = numel * static_cast<int64_t>(itemsize(dtype));
+  if (!bytes.defined() || bytes.device() != device || bytes.numel() < need)
+    bytes = empty({std::max<int64_t>(need, 1)}, DType::b8, device);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = bytes.storage();
+  impl->shape = {numel};
+  impl->strides = {1};
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 namespace {
 void check_reduction(const char* what, DType dtype, ReduceOp op) {
   bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16;

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -142,6 +143,9 @@ class ProcessGroup {
   // Fails the group: pending and later operations throw, and the other ranks are told
   // (they fail naming this rank and `reason`) instead of waiting for the timeout.
   virtual void abort(const std::string& reason) = 0;
+  // Scratch memory of the collectives, reused from one to the next (fresh pages cost a page
+  // fault each). Only for the communication thread; valid until the next call.
+  Tensor scratch(int64_t slot, int64_t numel, DType dtype, Device device);
   // Whether tensors on `device` can be sent by this backend.
   virtual bool supports_device(Device device) const = 0;
   // Where the group's own small buffers (the barrier's token) live.
@@ -174,6 +178,7 @@ class ProcessGroup {
   bool stopping_ = false;
   std::string failure_;
   std::thread comm_thread_;
+  std::vector<Tensor> scratch_;  // raw byte buffers, by slot
 };
 
 }  // namespace rg::dist

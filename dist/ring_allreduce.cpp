@@ -60,7 +60,7 @@ class Ring {
   // Runs steps [first, last]; steps before N-1 reduce, the others copy.
   void run(int first, int last) {
     if (n_ == 1 || first > last) return;
-    if (first < n_ - 1) temp_ = empty({2 * max_seg_}, buf_.dtype(), buf_.device());
+    if (first < n_ - 1) temp_ = pg_.scratch(0, 2 * max_seg_, buf_.dtype(), buf_.device());
     recvs_.assign(2, std::vector<std::shared_ptr<Work>>(chunks_));
     for (int64_t c = 0; c < chunks_; ++c) post(first, c);
     for (int s = first; s <= last; ++s) {
@@ -124,7 +124,7 @@ void ring_allreduce(ProcessGroup& pg, const Tensor& buf, ReduceOp op, const Enve
   const int n = pg.size();
   Tensor work = buf;
   if (accumulation_dtype(buf.dtype()) != buf.dtype()) {
-    work = empty({buf.numel()}, accumulation_dtype(buf.dtype()), buf.device());
+    work = pg.scratch(1, buf.numel(), accumulation_dtype(buf.dtype()), buf.device());
     copy_into(work, buf);
   }
   Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
@@ -137,7 +137,7 @@ void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, 
   const int n = pg.size(), r = pg.rank();
   const int64_t count = out.numel();
   // The ring reduces in place, so it works on a copy of `in`.
-  Tensor work = empty({in.numel()}, accumulation_dtype(in.dtype()), in.device());
+  Tensor work = pg.scratch(1, in.numel(), accumulation_dtype(in.dtype()), in.device());
   copy_into(work, in);
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;

@@ -18,6 +18,7 @@ namespace rg {
 namespace {
 
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+thread_local BackwardObserver t_observer;
 
 struct ByLatestFirst {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
@@ -73,7 +74,9 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       AutogradMeta& meta = autograd_meta(Tensor(retained));
       meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.clone();
     }
+    auto started = std::chrono::steady_clock::now();
     std::vector<Tensor> input_grads = node->apply(grad);
+    if (t_observer) t_observer(*node, started, std::chrono::steady_clock::now());
     for (size_t i = 0; i < node->next.size(); ++i) {
       Node* next = node->next[i].get();
       if (!next) continue;
@@ -113,6 +116,8 @@ void queue_callback(std::function<void()> callback) {
 }
 
 bool in_backward() { return t_callbacks != nullptr; }
+
+void set_backward_observer(BackwardObserver observer) { t_observer = std::move(observer); }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   Tensor grad = gradient;

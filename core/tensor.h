@@ -89,16 +89,17 @@ class Tensor {
   Tensor to(Device device) const;
   Tensor to(Device device, DType dtype) const;
 
-  // ---- in-place (ops/); bump the version counter
-  Tensor& copy_(const Tensor& src);
-  Tensor& fill_(double value);
-  Tensor& zero_();
-  Tensor& add_(const Tensor& other, double alpha = 1.0);
-  Tensor& sub_(const Tensor& other);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(double value);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(double value);
+  // ---- in-place (ops/); bump the version counter. const like PyTorch: a Tensor is a handle,
+  // and these change the data it points at, not the handle.
+  Tensor& copy_(const Tensor& src) const;
+  Tensor& fill_(double value) const;
+  Tensor& zero_() const;
+  Tensor& add_(const Tensor& other, double alpha = 1.0) const;
+  Tensor& sub_(const Tensor& other) const;
+  Tensor& mul_(const Tensor& other) const;
+  Tensor& mul_(double value) const;
+  Tensor& div_(const Tensor& other) const;
+  Tensor& div_(double value) const;
 
   // ---- reductions and common ops as methods (ops/)
   Tensor sum() const;

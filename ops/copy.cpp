@@ -69,23 +69,23 @@ Tensor Tensor::to(DType dtype) const { return rg::to(*this, device(), dtype); }
 Tensor Tensor::to(Device device) const { return rg::to(*this, device, dtype()); }
 Tensor Tensor::to(Device device, DType dtype) const { return rg::to(*this, device, dtype); }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src) const {
   check_inplace("copy_", *this, src);
   Shape target = broadcast_shapes(shape(), src.shape(), "copy_");
   RG_CHECK(target == shape(), "copy_: source of shape ", shape_str(src.shape()),
            " cannot be broadcast to the destination's shape ", shape_str(shape()));
   copy_raw(*this, rg::expand(src.detach(), shape()));
   bump_version();
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::fill_(double value) {
+Tensor& Tensor::fill_(double value) const {
   check_inplace("fill_", *this);
   if (numel()) RG_KERNEL(device(), fill)(*this, value);
   bump_version();
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::zero_() { return fill_(0.0); }
+Tensor& Tensor::zero_() const { return fill_(0.0); }
 
 }  // namespace rg

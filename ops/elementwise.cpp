@@ -140,7 +140,7 @@ Tensor unary_op(UnaryOp op, const Tensor& x_in) {
 }
 
 // In-place `self = self op other` (no graph; see check in copy.cpp's spirit).
-Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other_in, const char* name) {
+Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other_in, const char* name) {
   RG_CHECK(!GradMode::is_enabled() || (!self.requires_grad() && !other_in.requires_grad()), name,
            ": in-place operation on a tensor that requires grad; run it under NoGradGuard (as "
            "optimizers do) or use the out-of-place op");
@@ -153,7 +153,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other_in, const 
     RG_KERNEL(self.device(), binary)(op, self, self, expand(other.detach(), self.shape()));
   }
   self.bump_version();
-  return self;
+  return const_cast<Tensor&>(self);
 }
 
 }  // namespace
@@ -250,15 +250,15 @@ Tensor operator-(double a, const Tensor& b) { return add(neg(b), a); }
 Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(double a, const Tensor& b) { return div(scalar_like(b, a), b); }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) {
+Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   if (alpha == 1.0) return binary_inplace(BinaryOp::add, *this, other, "add_");
   return binary_inplace(BinaryOp::add, *this, mul(other.detach(), alpha), "add_");
 }
-Tensor& Tensor::sub_(const Tensor& other) { return binary_inplace(BinaryOp::sub, *this, other, "sub_"); }
-Tensor& Tensor::mul_(const Tensor& other) { return binary_inplace(BinaryOp::mul, *this, other, "mul_"); }
-Tensor& Tensor::div_(const Tensor& other) { return binary_inplace(BinaryOp::div, *this, other, "div_"); }
-Tensor& Tensor::mul_(double v) { return mul_(scalar_tensor(v, dtype(), device())); }
-Tensor& Tensor::div_(double v) { return div_(scalar_tensor(v, dtype(), device())); }
+Tensor& Tensor::sub_(const Tensor& other) const { return binary_inplace(BinaryOp::sub, *this, other, "sub_"); }
+Tensor& Tensor::mul_(const Tensor& other) const { return binary_inplace(BinaryOp::mul, *this, other, "mul_"); }
+Tensor& Tensor::div_(const Tensor& other) const { return binary_inplace(BinaryOp::div, *this, other, "div_"); }
+Tensor& Tensor::mul_(double v) const { return mul_(scalar_tensor(v, dtype(), device())); }
+Tensor& Tensor::div_(double v) const { return div_(scalar_tensor(v, dtype(), device())); }
 Tensor Tensor::pow(double e) const { return rg::pow(*this, e); }
 Tensor Tensor::exp() const { return rg::exp(*this); }
 Tensor Tensor::log() const { return rg::log(*this); }

@@ -1,0 +1,80 @@
+// DistributedDataParallel: wraps a Module so that backward averages gradients across the
+// ranks of a ProcessGroup, overlapping the all-reduce with backward (see dist/reducer.h).
+//
+//   auto ddp = rg::nn::DistributedDataParallel(model, group);   // checks + broadcasts rank 0's
+//   weights for (micro-batch k) {
+//     auto guard = k + 1 < steps ? ddp.no_sync() : rg::nn::NoSyncGuard();  // sync on the last one
+//     loss_of(ddp.forward(x)).backward();
+//   }
+//   optimizer.step();
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "dist/reducer.h"
+#include "nn/module.h"
+
+namespace rg::nn {
+
+struct DDPOptions {
+  double bucket_cap_mb = 25;       // PyTorch's default
+  double first_bucket_cap_mb = 1;  // small first bucket: communication starts early
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+  bool overlap = true;
+  dist::CommHook comm_hook = dist::allreduce_hook;
+  std::shared_ptr<dist::TraceRecorder> trace;  // set to record a timeline
+  // Every N steps, compare a 64-bit hash of each parameter across ranks (0 = never); also
+  // enabled by the environment variable RG_DDP_CHECK_EVERY.
+  int consistency_check_every = 0;
+};
+
+class DistributedDataParallel;
+
+// RAII: while alive, backward accumulates gradients locally with no communication.
+class NoSyncGuard {
+ public:
+  NoSyncGuard() = default;
+  explicit NoSyncGuard(dist::Reducer* reducer);
+  NoSyncGuard(NoSyncGuard&& other) noexcept;
+  NoSyncGuard& operator=(NoSyncGuard&& other) noexcept;
+  ~NoSyncGuard();
+
+ private:
+  dist::Reducer* reducer_ = nullptr;
+  bool previous_ = true;
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(std::shared_ptr<Module> module, dist::ProcessGroup& group,
+                          DDPOptions options = {});
+
+  // Runs the module's forward after the per-iteration bookkeeping (buffer broadcast,
+  // checks). For modules with other forward signatures, call pre_forward() then the module.
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  void pre_forward();
+  [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(reducer_.get()); }
+
+  Module& module() { return *module_; }
+  std::shared_ptr<Module> module_ptr() { return module_; }
+  dist::Reducer& reducer() { return *reducer_; }
+  dist::ProcessGroup& group() { return group_; }
+  // Compares a 64-bit hash of every parameter across ranks; throws naming the first
+  // parameter that differs and the ranks involved.
+  void check_parameters_consistent();
+
+ private:
+  void verify_same_parameters();
+  void broadcast_state();
+
+  std::shared_ptr<Module> module_;
+  dist::ProcessGroup& group_;
+  DDPOptions options_;
+  std::unique_ptr<dist::Reducer> reducer_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace rg::nn

@@ -1,0 +1,171 @@
+#include "equivalence.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dist/threads_group.h"
+#include "nn/ddp.h"
+#include "nn/gpt.h"
+#include "nn/layers.h"
+#include "nn/optim/adamw.h"
+#include "nn/optim/sgd.h"
+
+namespace rg::testing {
+
+namespace {
+
+constexpr int64_t kIgnore = -100;
+constexpr int64_t kClasses = 5, kFeatures = 6, kVocab = 11, kContext = 6;
+
+std::shared_ptr<nn::Module> make_model(const Setup& s, uint64_t seed) {
+  std::shared_ptr<nn::Module> model;
+  if (s.model == "gpt") {
+    nn::GPTConfig c;
+    c.vocab_size = kVocab;
+    c.block_size = kContext;
+    c.n_layer = 2;
+    c.n_head = 2;
+    c.n_embd = 16;
+    c.dropout = 0;
+    c.bias = s.bias;
+    c.seed = seed;
+    model = std::make_shared<nn::GPT>(c);
+  } else {
+    Generator gen{seed, 0};
+    model = std::make_shared<nn::MLP>(std::vector<int64_t>{kFeatures, 16, 16, kClasses},
+                                      nn::Activation::gelu, true, &gen);
+  }
+  model->to(s.dtype);
+  return model;
+}
+
+// The global batch of step `step`: inputs and targets for world*accum*micro examples, with
+// some targets ignored so the counted-target weighting matters.
+std::pair<Tensor, Tensor> global_batch(const Setup& s, int step) {
+  int64_t n = int64_t(s.world) * s.accum * s.micro;
+  Generator gen{1000 + uint64_t(step), 0};
+  if (s.model == "gpt") {
+    Tensor idx = mul(rand({n, kContext}, DType::f64, kCPU, &gen), double(kVocab)).to(DType::i64);
+    Tensor tgt = mul(rand({n, kContext}, DType::f64, kCPU, &gen), double(kVocab)).to(DType::i64);
+    Tensor drop = lt(rand({n, kContext}, DType::f64, kCPU, &gen), scalar_tensor(0.2, DType::f64));
+    return {idx, where(drop, scalar_tensor(double(kIgnore), DType::i64), tgt)};
+  }
+  Tensor x = randn({n, kFeatures}, s.dtype, kCPU, &gen);
+  Tensor tgt = mul(rand({n}, DType::f64, kCPU, &gen), double(kClasses)).to(DType::i64);
+  Tensor drop = lt(rand({n}, DType::f64, kCPU, &gen), scalar_tensor(0.2, DType::f64));
+  return {x, where(drop, scalar_tensor(double(kIgnore), DType::i64), tgt)};
+}
+
+// Sum-reduced loss over the examples, divided by `denominator` (the counted targets of the
+// whole global batch, times world for DDP, which averages over ranks).
+Tensor loss_of(const Setup& s, nn::Module& model, const Tensor& x, const Tensor& y,
+               double denominator) {
+  Tensor logits = model.forward(x);
+  Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}),
+                              Reduction::sum, kIgnore);
+  (void)s;
+  return div(loss, scalar_tensor(denominator, loss.dtype()));
+}
+
+double counted(const Tensor& targets) {
+  return sum(ne(targets, scalar_tensor(double(kIgnore), DType::i64))).item();
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Tensor> params) {
+  if (s.optimizer == "adamw") {
+    optim::AdamWOptions o;
+    o.lr = 1e-2;
+    o.weight_decay = 0.1;
+    return std::make_unique<optim::AdamW>(params, o);
+  }
+  optim::SGDOptions o;
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  o.weight_decay = 0.01;
+  return std::make_unique<optim::SGD>(params, o);
+}
+
+}  // namespace
+
+std::vector<Tensor> train_single_process(const Setup& s) {
+  auto model = make_model(s, 100);
+  auto opt = make_optimizer(s, model->parameters());
+  for (int step = 0; step < s.steps; ++step) {
+    auto [x, y] = global_batch(s, step);
+    opt->zero_grad();
+    loss_of(s, *model, x, y, counted(y)).backward();
+    opt->step();
+  }
+  return model->parameters();
+}
+
+RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group) {
+  int rank = group.rank();
+  // Different initial weights per rank: DDP must broadcast rank 0's.
+  auto model = make_model(s, 100 + uint64_t(rank) * 7);
+  nn::DDPOptions o;
+  o.bucket_cap_mb = s.bucket_cap_mb;
+  o.first_bucket_cap_mb = s.first_bucket_cap_mb;
+  o.gradient_as_bucket_view = s.grad_view;
+  o.overlap = s.overlap;
+  nn::DistributedDataParallel ddp(model, group, o);
+  auto opt = make_optimizer(s, model->parameters());
+  RankResult result;
+  for (int step = 0; step < s.steps; ++step) {
+    auto [x, y] = global_batch(s, step);
+    double denominator = counted(y) / s.world;  // DDP averages over ranks
+    int64_t per_rank = int64_t(s.accum) * s.micro;
+    opt->zero_grad();
+    int64_t before = int64_t(group.collectives_issued(dist::Collective::allreduce));
+    int64_t buckets = int64_t(ddp.reducer().bucket_count());
+    for (int k = 0; k < s.accum; ++k) {
+      int64_t start = rank * per_rank + k * s.micro;
+      Tensor xm = x.narrow(0, start, s.micro), ym = y.narrow(0, start, s.micro);
+      bool last = k + 1 == s.accum;
+      auto guard = last ? nn::NoSyncGuard() : ddp.no_sync();
+      int64_t before_micro = int64_t(group.collectives_issued(dist::Collective::allreduce));
+      ddp.pre_forward();
+      loss_of(s, ddp.module(), xm, ym, denominator).backward();
+      if (!last)
+        result.allreduces_inside_no_sync +=
+            int64_t(group.collectives_issued(dist::Collective::allreduce)) - before_micro;
+    }
+    result.allreduces_per_step.push_back(
+        int64_t(group.collectives_issued(dist::Collective::allreduce)) - before);
+    result.buckets_per_step.push_back(buckets);
+    opt->step();
+  }
+  for (auto& p : model->parameters()) result.params.push_back(p.detach().clone());
+  return result;
+}
+
+std::vector<RankResult> train_ddp_threads(const Setup& s) {
+  std::vector<RankResult> results(s.world);
+  dist::Options options;
+  options.timeout = std::chrono::milliseconds(20000);
+  dist::run_threads(
+      s.world, [&](dist::ProcessGroup& group) { results[group.rank()] = train_ddp_rank(s, group); },
+      options);
+  return results;
+}
+
+double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto va = a[i].to_vector<double>(), vb = b[i].to_vector<double>();
+    double scale = 0;
+    for (double v : vb) scale = std::max(scale, std::abs(v));
+    for (size_t k = 0; k < va.size(); ++k)
+      worst = std::max(worst, std::abs(va[k] - vb[k]) / std::max(scale, 1e-30));
+  }
+  return worst;
+}
+
+bool bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!equal(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace rg::testing

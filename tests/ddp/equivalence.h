@@ -1,0 +1,45 @@
+// Shared set-up of the DDP equivalence tests: one configuration of (model, world, micro-
+// batches, bucket cap, grad-as-bucket-view, overlap, dtype), run as DDP on thread ranks and
+// as a single process on the whole batch, from the same initial weights and data.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "ringgrad.h"
+
+namespace rg::testing {
+
+struct Setup {
+  std::string model = "mlp";  // "mlp" or "gpt"
+  int world = 2;
+  int accum = 1;  // micro-batches per optimizer step, per rank
+  int micro = 3;  // examples per micro-batch, per rank
+  double bucket_cap_mb = 25;
+  double first_bucket_cap_mb = 1;
+  bool grad_view = false;
+  bool overlap = true;
+  DType dtype = DType::f64;
+  int steps = 3;
+  std::string optimizer = "sgd";  // "sgd" (momentum) or "adamw"
+  bool bias = true;               // GPT linear/layernorm biases
+};
+
+struct RankResult {
+  std::vector<Tensor> params;  // after training, in registration order
+  std::vector<int64_t> allreduces_per_step;
+  std::vector<int64_t> buckets_per_step;
+  int64_t allreduces_inside_no_sync = 0;
+};
+
+std::vector<Tensor> train_single_process(const Setup& s);
+// One result per rank (ranks run as threads of this process).
+std::vector<RankResult> train_ddp_threads(const Setup& s);
+// The body of one rank, reusable by the process-based test program.
+RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group);
+
+double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
+bool bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
+
+}  // namespace rg::testing

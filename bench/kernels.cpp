@@ -1,0 +1,152 @@
+// GPU kernel throughput: GB/s of each memory-bound kernel against a device memcpy measured
+// in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
+// against a raw cuBLAS call on the same handle (4096^3 on cuda). On sim (no GPU) sizes are
+// tiny and the run only proves every kernel launches: sim figures mean nothing.
+// Usage: kernels [--device cuda|sim] [--quick]
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "core/device_interface.h"
+#include "core/op_table.h"
+#include "core/tensor.h"
+#include "kernels/cuda/stream.h"
+#if RG_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/runtime.h"
+#endif
+
+using namespace rg;
+
+namespace {
+
+// Milliseconds per call of fn, timed with device events after warm-up.
+double time_ms(Device device, int iters, const std::function<void()>& fn) {
+  fn();
+  fn();
+  gpu::Stream stream = gpu::current_stream(device);
+  gpu::Event start(device, true), stop(device, true);
+  start.record(stream);
+  for (int i = 0; i < iters; ++i) fn();
+  stop.record(stream);
+  stop.synchronize();
+  return start.elapsed_ms(stop) / iters;
+}
+
+Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
+  Tensor t = empty(shape, dtype, device);
+  kernel_table(device.type).fill(t, value);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Device device =
+      device_available(DeviceType::cuda) ? Device(DeviceType::cuda) : Device(DeviceType::sim);
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = Device(argv[++i]);
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+  }
+  const bool gpu = device.is_cuda();
+  const KernelTable& k = kernel_table(device.type);
+  const int64_t n = gpu ? (quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
+  const int iters = gpu ? 20 : 2;
+  std::printf("device %s, %lld f32 elements per tensor%s\n", device.str().c_str(),
+              static_cast<long long>(n),
+              gpu ? "" : " (sim: launch check only, figures meaningless)");
+
+  Tensor a = filled({n}, DType::f32, device, 1.0), b = filled({n}, DType::f32, device, 2.0);
+  Tensor out = empty({n}, DType::f32, device);
+  double memcpy_ms = time_ms(device, iters, [&] { k.copy(out, a); });
+  double memcpy_gbs = 2.0 * n * 4 / memcpy_ms / 1e6;
+  std::printf("%-28s %9.3f ms %8.1f GB/s  (baseline)\n", "device memcpy", memcpy_ms, memcpy_gbs);
+
+  auto report = [&](const char* name, double bytes, const std::function<void()>& fn) {
+    double ms = time_ms(device, iters, fn);
+    double gbs = bytes / ms / 1e6;
+    std::printf("%-28s %9.3f ms %8.1f GB/s  %5.2fx memcpy\n", name, ms, gbs, gbs / memcpy_gbs);
+  };
+  int64_t rows = n / 1024, cols = 1024;
+  Tensor a2 = make_view(a, {rows, cols}, {cols, 1}, 0);
+  Tensor out2 = make_view(out, {rows, cols}, {cols, 1}, 0);
+  Tensor at = make_view(a, {cols, rows}, {1, cols}, 0);
+  Tensor outt = make_view(out, {cols, rows}, {rows, 1}, 0);
+  Tensor row_out = empty({rows, 1}, DType::f32, device),
+         col_out = empty({1, cols}, DType::f32, device);
+  Tensor mean = empty({rows}, DType::f32, device), rstd = empty({rows}, DType::f32, device);
+  Tensor w = filled({cols}, DType::f32, device, 1.0),
+         bias = filled({cols}, DType::f32, device, 0.0);
+  Tensor targets = filled({rows}, DType::i64, device, 3.0);
+  Tensor loss = empty({rows}, DType::f32, device);
+  Tensor m = filled({n}, DType::f32, device, 0.0), v = filled({n}, DType::f32, device, 0.0);
+  Tensor a_bf16 = empty({n}, DType::bf16, device);
+  AdamWArgs adamw{1e-3, 0.9, 0.999, 1e-8, 0.1, 1};
+
+  report("unary exp", 2.0 * n * 4, [&] { k.unary(UnaryOp::exp, out, a); });
+  report("unary gelu", 2.0 * n * 4, [&] { k.unary(UnaryOp::gelu, out, a); });
+  report("binary add", 3.0 * n * 4, [&] { k.binary(BinaryOp::add, out, a, b); });
+  report("binary add, row broadcast", 2.0 * n * 4 + cols * 4, [&] {
+    k.binary(BinaryOp::add, out2, a2, make_view(w, {rows, cols}, {0, 1}, 0));
+  });
+  report("copy transpose", 2.0 * n * 4, [&] { k.copy(outt, at); });
+  report("copy f32 -> bf16", n * 6.0, [&] { k.copy(a_bf16, a); });
+  report("fill", n * 4.0, [&] { k.fill(out, 0.5); });
+  report("reduce sum over rows", n * 4.0, [&] { k.reduce(ReduceOp::sum, row_out, a2, {1}); });
+  report("reduce sum over columns", n * 4.0, [&] { k.reduce(ReduceOp::sum, col_out, a2, {0}); });
+  report("softmax rows of 1024", 2.0 * n * 4, [&] { k.softmax(out2, a2, 1, false); });
+  report("layernorm rows of 1024", 2.0 * n * 4,
+         [&] { k.layernorm(out2, mean, rstd, a2, w, bias, 1e-5); });
+  report("cross_entropy rows of 1024", n * 4.0, [&] { k.cross_entropy(loss, a2, targets, -100); });
+  report("random normal", n * 4.0, [&] { k.random(out, RandomKind::normal, 1, 0); });
+  report("adamw", 7.0 * n * 4, [&] { k.adamw(out, a, m, v, adamw); });
+
+  // matmul: ringgrad's kernel (transpose plumbing included) vs the raw cuBLAS call
+  int64_t s = gpu ? 4096 : 128;
+  for (bool tf32 : {false, true}) {
+    if (tf32 && !gpu) break;
+    gpu::set_allow_tf32(tf32);
+    Tensor x = filled({1, s, s}, DType::f32, device, 0.01),
+           y = filled({1, s, s}, DType::f32, device, 0.02);
+    Tensor z = empty({1, s, s}, DType::f32, device);
+    double flops = 2.0 * s * s * s;
+    double ms = time_ms(device, gpu ? 10 : 1, [&] { k.matmul(z, x, y); });
+    std::printf("matmul %lld^3 f32%s: ringgrad %.1f TFLOP/s", static_cast<long long>(s),
+                tf32 ? " (tf32)" : "", flops / ms / 1e9);
+#if RG_WITH_CUDA
+    if (gpu) {
+      auto handle = static_cast<cublasHandle_t>(
+          cuda::cublas_handle(device.index, gpu::current_stream(device).handle));
+      float one = 1, zero = 0;
+      double raw = time_ms(device, 10, [&] {
+        cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(s), int(s), int(s), &one, y.data_ptr(),
+                     CUDA_R_32F, int(s), x.data_ptr(), CUDA_R_32F, int(s), &zero, z.data_ptr(),
+                     CUDA_R_32F, int(s), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
+      });
+      std::printf(", raw cuBLAS %.1f TFLOP/s, ratio %.2f", flops / raw / 1e9, raw / ms);
+    }
+#endif
+    std::printf("\n");
+  }
+  gpu::set_allow_tf32(false);
+  {
+    Tensor x = filled({1, s, s}, DType::bf16, device, 0.01),
+           y = filled({1, s, s}, DType::bf16, device, 0.02);
+    Tensor z = empty({1, s, s}, DType::bf16, device);
+    double ms = time_ms(device, gpu ? 10 : 1, [&] { k.matmul(z, x, y); });
+    std::printf("matmul %lld^3 bf16: ringgrad %.1f TFLOP/s\n", static_cast<long long>(s),
+                2.0 * s * s * s / ms / 1e9);
+  }
+  AllocatorStats st = memory_stats(device);
+  std::printf(
+      "allocator: allocated %.1f MiB, reserved %.1f MiB, peak %.1f MiB, %llu system allocations\n",
+      st.allocated / 1048576.0, st.reserved / 1048576.0, st.peak_allocated / 1048576.0,
+      static_cast<unsigned long long>(st.system_allocs));
+  std::printf("kernels bench: OK\n");
+  return 0;
+}

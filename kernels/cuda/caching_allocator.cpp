@@ -1,0 +1,96 @@
+// See caching_allocator.h.
+#include "kernels/cuda/caching_allocator.h"
+
+#include "core/error.h"
+
+namespace rg::gpu {
+
+namespace {
+std::string mib(size_t bytes) { return str(bytes / (1024.0 * 1024.0), " MiB"); }
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::string device_name, RawMemory raw, int device)
+    : name_(std::move(device_name)), raw_(raw), device_(device) {}
+
+// 512-byte granules up to 1 MiB, then a 3-bit mantissa (at most 12.5% waste) so that
+// nearby sizes share a class.
+size_t CachingAllocator::size_class(size_t n) {
+  n = n == 0 ? 1 : n;
+  if (n <= (size_t(1) << 20)) return (n + 511) & ~size_t(511);
+  int msb = 63 - __builtin_clzll(n);
+  size_t step = size_t(1) << (msb - 3);
+  return (n + step - 1) & ~(step - 1);
+}
+
+void* CachingAllocator::allocate(size_t nbytes, void* stream) {
+  size_t cls = size_class(nbytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = free_.find({stream, cls});
+  void* p = nullptr;
+  if (it != free_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+  } else {
+    if (cap_ && stats_.reserved + cls > cap_) release_cached_locked();
+    if (cap_ && stats_.reserved + cls > cap_) fail_oom(nbytes, cls, "the memory cap");
+    p = raw_.allocate(cls, device_);
+    if (!p) {  // the device is full: give back what we cache and retry once
+      release_cached_locked();
+      p = raw_.allocate(cls, device_);
+      if (!p) fail_oom(nbytes, cls, "the device's free memory");
+    }
+    stats_.reserved += cls;
+    stats_.system_allocs++;
+  }
+  live_[p] = Block{cls, stream};
+  stats_.allocated += cls;
+  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  return p;
+}
+
+void CachingAllocator::deallocate(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  RG_CHECK(it != live_.end(), name_, " allocator: free of an unknown pointer");
+  free_[{it->second.stream, it->second.size}].push_back(ptr);
+  stats_.allocated -= it->second.size;
+  live_.erase(it);
+}
+
+AllocatorStats CachingAllocator::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+}
+
+void CachingAllocator::release_cached_locked() {
+  for (auto& [key, blocks] : free_) {
+    for (void* p : blocks) raw_.release(p, device_);
+    stats_.reserved -= key.second * blocks.size();
+  }
+  free_.clear();
+}
+
+void CachingAllocator::set_memory_fraction(double fraction) {
+  RG_CHECK(fraction > 0 && fraction <= 1, name_, ": memory fraction must be in (0, 1], got ",
+           fraction);
+  std::lock_guard<std::mutex> lock(mutex_);
+  fraction_ = fraction;
+  cap_ = static_cast<size_t>(fraction * static_cast<double>(raw_.total(device_)));
+}
+
+void CachingAllocator::fail_oom(size_t nbytes, size_t cls, const char* why) {
+  RG_FAIL(name_, " out of memory: tried to allocate ", nbytes, " bytes (", mib(cls),
+          " block), which exceeds ", why, ". Allocated ", mib(stats_.allocated), ", reserved ",
+          mib(stats_.reserved), ", peak ", mib(stats_.peak_allocated),
+          cap_ ? str(", cap ", mib(cap_), " (fraction ", fraction_, " of ",
+                     mib(raw_.total(device_)), ")")
+               : str(", device total ", mib(raw_.total(device_))));
+}
+
+}  // namespace rg::gpu

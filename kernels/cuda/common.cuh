@@ -1,0 +1,162 @@
+// Shared pieces of the kernel files: the device-side bf16 type and dtype conversions, the
+// host-side dtype dispatch (storage types as the kernels see them), registration of a
+// kernel-table entry, and the stream a tensor's kernels run on.
+// Everything is in rg::RG_BACKEND so the cuda and sim compilations never collide.
+#pragma once
+#include "core/op_table.h"
+#include "kernels/cuda/portability.cuh"
+#include "kernels/cuda/stream.h"
+
+namespace rg::RG_BACKEND {
+
+// bfloat16 as stored in memory: the upper half of an f32 (same layout as rg::bf16_t).
+struct bf16 {
+  uint16_t bits;
+};
+
+RG_HD inline float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+RG_HD inline uint32_t float_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+RG_HD inline float bf16_to_float(bf16 v) { return bits_to_float(uint32_t(v.bits) << 16); }
+RG_HD inline bf16 float_to_bf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t u = float_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40)};
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bf16{uint16_t(u >> 16)};
+}
+
+// The type arithmetic is done in: float for f32/bf16, double for f64, int64 for integers.
+template <typename T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<bf16> {
+  using type = float;
+};
+template <>
+struct AccOf<int32_t> {
+  using type = int64_t;
+};
+template <>
+struct AccOf<bool> {
+  using type = int64_t;
+};
+template <typename T>
+using acc_t = typename AccOf<T>::type;
+
+// Value conversion between storage types, as static_cast would do (bf16 through f32, any
+// value to bool as != 0).
+template <typename To, typename From>
+RG_HD inline To convert(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, bf16>) {
+    return convert<To>(bf16_to_float(x));
+  } else if constexpr (std::is_same_v<To, bf16>) {
+    return float_to_bf16(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls fn(TypeTag<T>{}) with T the storage type of `dtype`.
+template <typename F>
+auto dispatch_all(DType dtype, const char* op, F&& fn) {
+  switch (dtype) {
+    case DType::f32:
+      return fn(TypeTag<float>{});
+    case DType::f64:
+      return fn(TypeTag<double>{});
+    case DType::bf16:
+      return fn(TypeTag<bf16>{});
+    case DType::i32:
+      return fn(TypeTag<int32_t>{});
+    case DType::i64:
+      return fn(TypeTag<int64_t>{});
+    case DType::b8:
+      return fn(TypeTag<bool>{});
+  }
+  RG_FAIL(op, ": unsupported dtype ", dtype_name(dtype));
+}
+// Floating types only (f32, f64, bf16).
+template <typename F>
+auto dispatch_float(DType dtype, const char* op, F&& fn) {
+  switch (dtype) {
+    case DType::f32:
+      return fn(TypeTag<float>{});
+    case DType::f64:
+      return fn(TypeTag<double>{});
+    case DType::bf16:
+      return fn(TypeTag<bf16>{});
+    default:
+      break;
+  }
+  RG_FAIL(op, ": unsupported dtype ", dtype_name(dtype), " (expected a floating type)");
+}
+
+// The stream kernels on this tensor's device are launched on (the thread's current one).
+inline gpu_stream_t stream_for(const Tensor& t) {
+  return static_cast<gpu_stream_t>(gpu::current_stream(t.device()).handle);
+}
+
+// `t` itself when contiguous with `dtype`, else a contiguous copy converted to `dtype`
+// (made by this backend's copy kernel). Undefined stays undefined.
+inline Tensor contiguous_as(const Tensor& t, DType dtype) {
+  if (!t.defined() || (t.is_contiguous() && t.dtype() == dtype)) return t;
+  Tensor c = empty(t.shape(), dtype, t.device());
+  kernel_table(RG_BACKEND_DEVICE).copy(c, t);
+  return c;
+}
+
+// Lets a kernel reject bad input (an index out of range): it stores 1 and the offending
+// value in slot[0..1]; the host asks `failed` after the launch (a device sync on cuda).
+struct DeviceErrorSlot {
+  Tensor slot;
+  explicit DeviceErrorSlot(Device device) : slot(empty({2}, DType::i64, device)) {
+    kernel_table(RG_BACKEND_DEVICE).fill(slot, 0.0);
+  }
+  int64_t* data() const { return static_cast<int64_t*>(slot.data_ptr()); }
+  bool failed(int64_t* value) const {
+    int64_t host[2];
+    device_interface(slot.device().type)
+        .copy(host, kCPU, slot.data_ptr(), slot.device(), sizeof host);
+    *value = host[1];
+    return host[0] != 0;
+  }
+};
+
+// Device-to-device memcpy on `stream` (asynchronous on cuda).
+inline void device_memcpy(void* dst, const void* src, size_t nbytes, gpu_stream_t stream) {
+  if (nbytes == 0) return;
+#if RG_SIM
+  (void)stream;
+  memmove(dst, src, nbytes);
+#else
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
+#endif
+}
+
+}  // namespace rg::RG_BACKEND
+
+// Fills one entry of this backend's KernelTable at library load. Use inside the backend
+// namespace: RG_REGISTER_KERNEL(softmax, softmax_impl);
+#define RG_REGISTER_KERNEL(entry, fn)                           \
+  namespace {                                                   \
+  [[maybe_unused]] const bool rg_registered_##entry =           \
+      (::rg::kernel_table(RG_BACKEND_DEVICE).entry = fn, true); \
+  }

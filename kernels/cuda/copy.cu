@@ -1,0 +1,33 @@
+// copy: out = in converted to out's dtype (f32/f64/bf16/i32/i64/bool), same shape, any
+// strides on both sides. Same dtype and both contiguous: one device memcpy. Otherwise the
+// elementwise engine (elementwise.cuh) with a converting functor.
+#include "kernels/cuda/elementwise.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+template <typename Out, typename In>
+struct ConvertFn {
+  RG_HD Out operator()(In x) const { return convert<Out>(x); }
+};
+
+void run_copy(const Tensor& out, const Tensor& in) {
+  RG_CHECK(out.shape() == in.shape(), "copy: shapes ", shape_str(out.shape()), " and ",
+           shape_str(in.shape()), " differ");
+  if (out.numel() == 0) return;
+  if (out.dtype() == in.dtype() && out.is_contiguous() && in.is_contiguous()) {
+    device_memcpy(out.data_ptr(), in.data_ptr(), out.nbytes(), stream_for(out));
+    return;
+  }
+  dispatch_all(out.dtype(), "copy", [&](auto otag) {
+    using Out = typename decltype(otag)::type;
+    dispatch_all(in.dtype(), "copy", [&](auto itag) {
+      using In = typename decltype(itag)::type;
+      elementwise<Out, In>("copy", ConvertFn<Out, In>{}, out, {in});
+    });
+  });
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(copy, run_copy)
+}  // namespace rg::RG_BACKEND

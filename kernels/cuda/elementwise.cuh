@@ -1,0 +1,152 @@
+// The elementwise engine behind unary, binary, where, copy and fill: out[i] = f(in_k[i]...)
+// over out's shape, inputs already broadcast to it (expand views, stride 0).
+// Contiguous fast path: every operand contiguous -> each thread handles kVec consecutive
+//   elements, with aligned vector loads/stores when all pointers allow it.
+// Strided path: shape and per-operand strides (in elements) travel in a small POD
+//   (OffsetCalc, up to 8 dims after merging dims that are contiguous in every operand);
+//   one thread per element turns its row-major index into each operand's offset.
+// Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
+#pragma once
+#include <array>
+#include <utility>
+
+#include "kernels/cuda/common.cuh"
+
+namespace rg::RG_BACKEND {
+
+constexpr int kMaxDims = 8;
+constexpr int kVec = 4;
+constexpr int kElementwiseBlock = 256;
+
+template <int N>
+struct OffsetCalc {
+  int ndim = 0;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxDims][N];  // [dim][operand], in elements
+
+  RG_HD void offsets(int64_t linear, int64_t* off) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      int64_t i = linear % sizes[d];
+      linear /= sizes[d];
+      for (int k = 0; k < N; ++k) off[k] += i * strides[d][k];
+    }
+  }
+};
+
+// Builds the offset calculator for `shape`, dropping size-1 dims and merging neighbours that
+// are contiguous in every operand; throws naming `op` when more than 8 dims remain.
+template <int N>
+OffsetCalc<N> make_offset_calc(const char* op, const Shape& shape,
+                               const std::array<const Strides*, N>& strides) {
+  // Collected innermost first, then reversed.
+  int64_t sizes[64];
+  int64_t st[64][N];
+  int nd = 0;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    bool merge = nd > 0;
+    for (int k = 0; k < N && merge; ++k) merge = (*strides[k])[d] == st[nd - 1][k] * sizes[nd - 1];
+    if (merge) {
+      sizes[nd - 1] *= shape[d];
+    } else {
+      RG_CHECK(nd < 64, op, ": too many dims");
+      sizes[nd] = shape[d];
+      for (int k = 0; k < N; ++k) st[nd][k] = (*strides[k])[d];
+      ++nd;
+    }
+  }
+  RG_CHECK(nd <= kMaxDims, op, ": tensor of shape ", shape_str(shape), " has ", nd,
+           " non-mergeable dims; the gpu kernels handle at most ", kMaxDims);
+  OffsetCalc<N> calc;
+  calc.ndim = nd;
+  for (int d = 0; d < nd; ++d) {
+    calc.sizes[d] = sizes[nd - 1 - d];
+    for (int k = 0; k < N; ++k) calc.strides[d][k] = st[nd - 1 - d][k];
+  }
+  return calc;
+}
+
+template <typename T>
+struct alignas(sizeof(T) * kVec) Vec {
+  T v[kVec];
+};
+
+template <bool Aligned, typename Out, typename F, typename... In>
+__global__ void __launch_bounds__(kElementwiseBlock)
+    contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
+  int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (Aligned && base + kVec <= n) {
+    Vec<Out> r;
+    RG_UNROLL
+    for (int j = 0; j < kVec; ++j) r.v[j] = f(reinterpret_cast<const Vec<In>*>(in + base)->v[j]...);
+    *reinterpret_cast<Vec<Out>*>(out + base) = r;
+  } else {
+    RG_UNROLL
+    for (int j = 0; j < kVec; ++j)
+      if (base + j < n) out[base + j] = f(in[base + j]...);
+  }
+}
+
+template <typename Out, typename F, typename... In, size_t... I>
+RG_HD inline void apply_at(std::index_sequence<I...>, const int64_t* off, const F& f, Out* out,
+                           const In*... in) {
+  out[off[0]] = f(in[off[I + 1]]...);
+}
+
+template <typename Out, typename F, typename... In>
+__global__ void __launch_bounds__(kElementwiseBlock)
+    strided_kernel(int64_t n, OffsetCalc<1 + sizeof...(In)> calc, F f, Out* out, const In*... in) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[1 + sizeof...(In)];
+  calc.offsets(i, off);
+  apply_at(std::index_sequence_for<In...>{}, off, f, out, in...);
+}
+
+inline bool aligned_for_vec(const void* p, size_t itemsize) {
+  return reinterpret_cast<uintptr_t>(p) % (itemsize * kVec) == 0;
+}
+
+// Runs out = f(ins...) elementwise. Out and In... are the storage types of the tensors.
+template <typename Out, typename... In, typename F>
+void elementwise(const char* name, const F& f, const Tensor& out,
+                 const std::array<Tensor, sizeof...(In)>& ins) {
+  int64_t n = out.numel();
+  if (n == 0) return;
+  gpu_stream_t stream = stream_for(out);
+  bool contiguous = out.is_contiguous();
+  for (const Tensor& t : ins)
+    contiguous = contiguous && t.is_contiguous() && t.shape() == out.shape();
+  auto call = [&](auto kernel, int64_t threads, auto&&... extra) {
+    LaunchConfig cfg;
+    cfg.name = name;
+    cfg.grid = dim3(static_cast<unsigned>(ceil_div(threads, kElementwiseBlock)));
+    cfg.block = dim3(kElementwiseBlock);
+    cfg.stream = stream;
+    cfg.uses_sync = false;
+    return std::apply(
+        [&](const auto&... in) {
+          launch(kernel, cfg, n, extra..., f, static_cast<Out*>(out.data_ptr()),
+                 static_cast<const In*>(in.data_ptr())...);
+        },
+        ins);
+  };
+  if (contiguous) {
+    bool aligned = aligned_for_vec(out.data_ptr(), sizeof(Out));
+    for (const Tensor& t : ins)
+      aligned = aligned && aligned_for_vec(t.data_ptr(), itemsize(t.dtype()));
+    if (aligned)
+      call(contiguous_kernel<true, Out, F, In...>, ceil_div(n, kVec));
+    else
+      call(contiguous_kernel<false, Out, F, In...>, ceil_div(n, kVec));
+    return;
+  }
+  std::array<const Strides*, 1 + sizeof...(In)> strides;
+  strides[0] = &out.strides();
+  for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = &ins[k].strides();
+  auto calc = make_offset_calc<1 + sizeof...(In)>(name, out.shape(), strides);
+  call(strided_kernel<Out, F, In...>, n, calc);
+}
+
+}  // namespace rg::RG_BACKEND

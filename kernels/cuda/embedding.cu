@@ -1,0 +1,134 @@
+// Embedding lookup and its backward. weight/grad_weight [V, D] and out/grad_out [N, D] any
+// strides; indices: N int64/int32 values (any shape/strides, made contiguous int64).
+//   forward:  out[n, :] = weight[indices[n], :]        one thread per (n, d) element
+//   backward: grad_weight[indices[n], :] += grad_out[n, :]   atomicAdd per element (bf16:
+//             compare-and-swap on the enclosing 32-bit word). On a GPU the order of the
+//             additions to a repeated row varies, so results may differ in the last bits
+//             from run to run (the cpu kernel sums in order); sim runs in order.
+// An index out of range is reported through a DeviceErrorSlot and thrown after the launch.
+#include "kernels/cuda/common.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+struct Geometry {
+  int64_t n, d, vocab;
+  int64_t ws0, ws1, os0, os1;  // table ([V, D]) and rows ([N, D]) strides
+};
+
+__device__ inline bool check_index(int64_t v, int64_t vocab, int64_t* error) {
+  if (v >= 0 && v < vocab) return true;
+  error[0] = 1;
+  error[1] = v;
+  return false;
+}
+
+template <typename T>
+__global__ void embedding_kernel(T* out, const T* weight, const int64_t* indices, Geometry g,
+                                 int64_t* error) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= g.n * g.d) return;
+  int64_t r = i / g.d, j = i % g.d, v = indices[r];
+  T value = convert<T>(0);
+  if (check_index(v, g.vocab, error)) value = weight[v * g.ws0 + j * g.ws1];
+  out[r * g.os0 + j * g.os1] = value;
+}
+
+__device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(bf16* p, float v) {
+  // the aligned 32-bit word holding *p; the bf16 is its low or high half (little endian)
+  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  unsigned* word = reinterpret_cast<unsigned*>(addr & ~uintptr_t(3));
+  unsigned shift = (addr & 2) ? 16 : 0;
+  unsigned old = *word, assumed;
+  do {
+    assumed = old;
+    bf16 cur{uint16_t((assumed >> shift) & 0xffffu)};
+    unsigned sum = float_to_bf16(bf16_to_float(cur) + v).bits;
+    unsigned next = (assumed & ~(0xffffu << shift)) | (sum << shift);
+    old = atomicCAS(word, assumed, next);
+  } while (old != assumed);
+}
+
+template <typename T>
+__global__ void embedding_backward_kernel(T* grad_weight, const T* grad_out, const int64_t* indices,
+                                          Geometry g, int64_t* error) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= g.n * g.d) return;
+  int64_t r = i / g.d, j = i % g.d, v = indices[r];
+  if (!check_index(v, g.vocab, error)) return;
+  atomic_add(grad_weight + v * g.ws0 + j * g.ws1,
+             convert<acc_t<T>>(grad_out[r * g.os0 + j * g.os1]));
+}
+
+LaunchConfig config(const char* name, const Geometry& g, const Tensor& t) {
+  LaunchConfig cfg;
+  cfg.name = name;
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(g.n * g.d, 256)));
+  cfg.block = dim3(256);
+  cfg.stream = stream_for(t);
+  cfg.uses_sync = false;
+  return cfg;
+}
+
+Tensor checked_indices(const Tensor& indices, const char* op) {
+  RG_CHECK(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
+           ": indices must be int64 or int32, got ", indices.dtype());
+  return contiguous_as(indices, DType::i64);
+}
+
+void report(const char* op, const DeviceErrorSlot& error, int64_t vocab) {
+  int64_t bad;
+  if (error.failed(&bad)) RG_FAIL(op, ": index ", bad, " out of range for vocab size ", vocab);
+}
+
+void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  const char* op = "embedding";
+  RG_CHECK(weight.dim() == 2 && out.dim() == 2, op, ": weight ", shape_str(weight.shape()),
+           " and out ", shape_str(out.shape()), " must be 2-D");
+  Tensor idx = checked_indices(indices, op);
+  RG_CHECK(
+      out.size(0) == idx.numel() && out.size(1) == weight.size(1) && out.dtype() == weight.dtype(),
+      op, ": out ", shape_str(out.shape()), " does not match [", idx.numel(), ",", weight.size(1),
+      "]");
+  Geometry g{idx.numel(),      weight.size(1), weight.size(0), weight.stride(0),
+             weight.stride(1), out.stride(0),  out.stride(1)};
+  if (g.n * g.d == 0) return;
+  DeviceErrorSlot error(out.device());
+  dispatch_all(weight.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(embedding_kernel<T>, config(op, g, out), static_cast<T*>(out.data_ptr()),
+           static_cast<const T*>(weight.data_ptr()), static_cast<const int64_t*>(idx.data_ptr()), g,
+           error.data());
+  });
+  report(op, error, g.vocab);
+}
+
+void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
+                            const Tensor& indices) {
+  const char* op = "embedding_backward";
+  RG_CHECK(grad_weight.dim() == 2 && grad_out.dim() == 2, op,
+           ": grad_weight and grad_out must be 2-D");
+  Tensor idx = checked_indices(indices, op);
+  RG_CHECK(grad_out.size(0) == idx.numel() && grad_out.size(1) == grad_weight.size(1) &&
+               grad_out.dtype() == grad_weight.dtype(),
+           op, ": grad_out ", shape_str(grad_out.shape()), " does not match ", idx.numel(),
+           " indices and grad_weight ", shape_str(grad_weight.shape()));
+  Geometry g{idx.numel(),           grad_weight.size(1), grad_weight.size(0), grad_weight.stride(0),
+             grad_weight.stride(1), grad_out.stride(0),  grad_out.stride(1)};
+  if (g.n * g.d == 0) return;
+  DeviceErrorSlot error(grad_weight.device());
+  dispatch_float(grad_weight.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(embedding_backward_kernel<T>, config(op, g, grad_weight),
+           static_cast<T*>(grad_weight.data_ptr()), static_cast<const T*>(grad_out.data_ptr()),
+           static_cast<const int64_t*>(idx.data_ptr()), g, error.data());
+  });
+  report(op, error, g.vocab);
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(embedding, run_embedding)
+RG_REGISTER_KERNEL(embedding_backward, run_embedding_backward)
+}  // namespace rg::RG_BACKEND

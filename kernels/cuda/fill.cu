@@ -1,0 +1,23 @@
+// fill: every element of out (any strides) = value converted to out's dtype on the host.
+// Elementwise engine with no inputs (elementwise.cuh).
+#include "kernels/cuda/elementwise.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+template <typename T>
+struct FillFn {
+  T value;
+  RG_HD T operator()() const { return value; }
+};
+
+void run_fill(const Tensor& out, double value) {
+  dispatch_all(out.dtype(), "fill", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise<T>("fill", FillFn<T>{convert<T>(value)}, out, {});
+  });
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(fill, run_fill)
+}  // namespace rg::RG_BACKEND

@@ -1,0 +1,167 @@
+// layernorm over the last dim: x contiguous seen as [N, C]; mean/rstd [N] contiguous, f32
+// (f64 for f64 x); weight/bias [C] optional (undefined: no affine).
+//   forward:  mean, var (biased, two passes in double), rstd = 1/sqrt(var + eps),
+//             out = (x - mean) * rstd * weight + bias
+//   backward: g = dy * weight; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
+//             dweight = sum_n dy * xhat, dbias = sum_n dy, written with `=`.
+// Launch: forward and dx: one block (32..512 threads) per row with block all-reductions;
+// dweight/dbias: one thread per column summing the rows in order (deterministic).
+#include "kernels/cuda/block_reduce.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+template <typename T, typename S>
+__global__ void layernorm_kernel(T* out, S* mean, S* rstd, const T* x, const T* weight,
+                                 const T* bias, int64_t c, double eps) {
+  using C = acc_t<T>;
+  __shared__ double scratch[32];
+  int64_t row = blockIdx.x;
+  const T* xr = x + row * c;
+  T* orow = out + row * c;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) sum += double(convert<C>(xr[i]));
+  double mu = block_allreduce(sum, SumOp(), 0.0, scratch) / double(c);
+  double sq = 0;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    double d = double(convert<C>(xr[i])) - mu;
+    sq += d * d;
+  }
+  double var = block_allreduce(sq, SumOp(), 0.0, scratch) / double(c);
+  double inv = 1.0 / sqrt(var + eps);
+  if (threadIdx.x == 0) mean[row] = S(mu), rstd[row] = S(inv);
+  C m = C(mu), s = C(inv);
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    C v = (convert<C>(xr[i]) - m) * s;
+    if (weight) v = v * convert<C>(weight[i]);
+    if (bias) v = v + convert<C>(bias[i]);
+    orow[i] = convert<T>(v);
+  }
+}
+
+template <typename T, typename S>
+__global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const S* mean, const S* rstd,
+                                    const T* weight, int64_t c) {
+  using C = acc_t<T>;
+  __shared__ double scratch[32];
+  int64_t row = blockIdx.x;
+  const T* xr = x + row * c;
+  const T* gr = dy + row * c;
+  C m = C(mean[row]), s = C(rstd[row]);
+  double g_sum = 0, gx_sum = 0;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    C g = weight ? convert<C>(gr[i]) * convert<C>(weight[i]) : convert<C>(gr[i]);
+    g_sum += double(g);
+    gx_sum += double(g * ((convert<C>(xr[i]) - m) * s));
+  }
+  C g_mean = C(block_allreduce(g_sum, SumOp(), 0.0, scratch) / double(c));
+  C gx_mean = C(block_allreduce(gx_sum, SumOp(), 0.0, scratch) / double(c));
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    C g = weight ? convert<C>(gr[i]) * convert<C>(weight[i]) : convert<C>(gr[i]);
+    C xhat = (convert<C>(xr[i]) - m) * s;
+    dx[row * c + i] = convert<T>(C(s * (g - g_mean - xhat * gx_mean)));
+  }
+}
+
+template <typename T, typename S>
+__global__ void layernorm_dparams_kernel(T* dweight, T* dbias, const T* dy, const T* x,
+                                         const S* mean, const S* rstd, int64_t n, int64_t c) {
+  using C = acc_t<T>;
+  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= c) return;
+  double acc_w = 0, acc_b = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    C g = convert<C>(dy[r * c + j]);
+    acc_w += double(g * ((convert<C>(x[r * c + j]) - C(mean[r])) * C(rstd[r])));
+    acc_b += double(g);
+  }
+  if (dweight) dweight[j] = convert<T>(C(acc_w));
+  if (dbias) dbias[j] = convert<T>(C(acc_b));
+}
+
+DType stats_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+void check_stats(const Tensor& x, const Tensor& mean, const Tensor& rstd, const char* op) {
+  int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
+  RG_CHECK(x.is_contiguous(), op, ": x must be contiguous");
+  RG_CHECK(mean.numel() == n && rstd.numel() == n && mean.is_contiguous() && rstd.is_contiguous(),
+           op, ": mean/rstd must be contiguous with ", n, " elements");
+  RG_CHECK(mean.dtype() == stats_dtype(x.dtype()) && rstd.dtype() == stats_dtype(x.dtype()), op,
+           ": mean/rstd must be ", stats_dtype(x.dtype()), " for ", x.dtype(), " input");
+}
+
+template <typename T>
+T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
+}
+
+LaunchConfig row_config(const char* name, int64_t rows, int64_t c, const Tensor& t) {
+  LaunchConfig cfg;
+  cfg.name = name;
+  cfg.stream = stream_for(t);
+  int64_t threads = 32;
+  while (threads < c && threads < 512) threads *= 2;
+  cfg.grid = dim3(static_cast<unsigned>(rows));
+  cfg.block = dim3(static_cast<unsigned>(threads));
+  return cfg;
+}
+
+void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                   const Tensor& weight, const Tensor& bias, double eps) {
+  check_stats(x, mean, rstd, "layernorm");
+  RG_CHECK(out.is_contiguous() && out.shape() == x.shape() && out.dtype() == x.dtype(),
+           "layernorm: output must be contiguous like x ", shape_str(x.shape()));
+  int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
+  if (n == 0) return;
+  Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
+  dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    launch(layernorm_kernel<T, S>, row_config("layernorm", n, c, x), ptr_or_null<T>(out),
+           ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),
+           ptr_or_null<const T>(w), ptr_or_null<const T>(b), c, eps);
+  });
+}
+
+void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
+                            const Tensor& dy, const Tensor& x, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& weight) {
+  check_stats(x, mean, rstd, "layernorm_backward");
+  RG_CHECK(!dx.defined() || (dx.is_contiguous() && dx.shape() == x.shape()),
+           "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
+  int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
+  Tensor g = contiguous_as(dy, x.dtype()), w = contiguous_as(weight, x.dtype());
+  dispatch_float(x.dtype(), "layernorm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    if (dx.defined() && n > 0)
+      launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),
+             ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
+             ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w), c);
+    if (!dweight.defined() && !dbias.defined()) return;
+    auto scratch_for = [&](const Tensor& t) {
+      return !t.defined() || (t.is_contiguous() && t.dtype() == x.dtype())
+                 ? t
+                 : empty(t.shape(), x.dtype(), t.device());
+    };
+    Tensor dw = scratch_for(dweight), db = scratch_for(dbias);
+    if (c > 0) {
+      LaunchConfig cfg;
+      cfg.name = "layernorm_backward_params";
+      cfg.stream = stream_for(x);
+      cfg.grid = dim3(static_cast<unsigned>(ceil_div(c, 128)));
+      cfg.block = dim3(128);
+      cfg.uses_sync = false;
+      launch(layernorm_dparams_kernel<T, S>, cfg, ptr_or_null<T>(dw), ptr_or_null<T>(db),
+             ptr_or_null<const T>(g), ptr_or_null<const T>(x), ptr_or_null<const S>(mean),
+             ptr_or_null<const S>(rstd), n, c);
+    }
+    if (dw.defined() && !dw.is_same(dweight)) kernel_table(RG_BACKEND_DEVICE).copy(dweight, dw);
+    if (db.defined() && !db.is_same(dbias)) kernel_table(RG_BACKEND_DEVICE).copy(dbias, db);
+  });
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(layernorm, run_layernorm)
+RG_REGISTER_KERNEL(layernorm_backward, run_layernorm_backward)
+}  // namespace rg::RG_BACKEND

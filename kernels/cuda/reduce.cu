@@ -1,0 +1,198 @@
+// reduce: sum/mean/max/min/argmax/argmin of `in` over sorted unique `dims`; out has the
+// keepdim shape (any strides) and in's dtype, int64 for arg ops (flat row-major index in
+// the reduced sub-space; ties -> first index; a NaN beats any number, first NaN wins).
+// Sums accumulate in double (int64 for integers) like the cpu kernels.
+// Kept dims and reduced dims each travel as an OffsetCalc. Two launch shapes:
+//   serial: one thread per output loops over the reduction (short or strided reductions);
+//   block:  one block (32..512 threads) per output, threads stride over the reduction and
+//           combine with warp shuffles + shared memory (long contiguous reductions).
+#include <limits>
+
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/elementwise.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+template <ReduceOp Op, typename T>
+struct Reducer {
+  static constexpr bool kSum = Op == ReduceOp::sum || Op == ReduceOp::mean;
+  static constexpr bool kMax = Op == ReduceOp::max || Op == ReduceOp::argmax;
+  static constexpr bool kArg = Op == ReduceOp::argmax || Op == ReduceOp::argmin;
+  using C = acc_t<T>;
+  using V = std::conditional_t<kSum, std::conditional_t<std::is_integral_v<C>, int64_t, double>, C>;
+  using Out = std::conditional_t<kArg, int64_t, T>;
+  struct State {
+    V value;
+    int64_t index;
+  };
+
+  RG_HD static State identity() {
+    if constexpr (kSum)
+      return {V(0), 0};
+    else if constexpr (std::numeric_limits<V>::has_infinity)
+      return {kMax ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::infinity(),
+              std::numeric_limits<int64_t>::max()};
+    else
+      return {kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max(),
+              std::numeric_limits<int64_t>::max()};
+  }
+  RG_HD static bool better(V v, V best) {
+    if (v != v) return best == best;
+    return kMax ? v > best : v < best;
+  }
+  // Commutative: the better value, the smaller index among equals.
+  RG_HD static State pick(State a, State b) {
+    if constexpr (kSum) {
+      return {a.value + b.value, 0};
+    } else {
+      if (better(b.value, a.value)) return b;
+      if (better(a.value, b.value)) return a;
+      return a.index <= b.index ? a : b;
+    }
+  }
+  RG_HD static Out finish(State s, int64_t r) {
+    if constexpr (kArg)
+      return s.index;
+    else if constexpr (Op == ReduceOp::mean)
+      return convert<T>(C(s.value / V(r)));
+    else
+      return convert<T>(C(s.value));
+  }
+  RG_HD static State element(T x, int64_t i) { return {V(convert<C>(x)), i}; }
+};
+
+template <ReduceOp Op, typename T>
+__global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> kept,
+                                     OffsetCalc<1> reduced, typename Reducer<Op, T>::Out* out,
+                                     const T* in) {
+  using R = Reducer<Op, T>;
+  int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= outputs) return;
+  int64_t off[2];
+  kept.offsets(o, off);
+  typename R::State s = R::identity();
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t ri;
+    reduced.offsets(i, &ri);
+    s = R::pick(s, R::element(in[off[1] + ri], i));
+  }
+  out[off[0]] = R::finish(s, r);
+}
+
+template <ReduceOp Op, typename T>
+__global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1> reduced,
+                                    typename Reducer<Op, T>::Out* out, const T* in) {
+  using R = Reducer<Op, T>;
+  using V = typename R::V;
+  __shared__ V scratch_value[32];
+  __shared__ int64_t scratch_index[32];
+  int64_t off[2];
+  kept.offsets(blockIdx.x, off);
+  typename R::State s = R::identity();
+  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) {
+    int64_t ri;
+    reduced.offsets(i, &ri);
+    s = R::pick(s, R::element(in[off[1] + ri], i));
+  }
+  // warp, then block: (value, index) pairs travel as two shuffles
+  for (int offset = 16; offset > 0; offset /= 2) {
+    typename R::State other{__shfl_xor_sync(0xffffffffu, s.value, offset),
+                            __shfl_xor_sync(0xffffffffu, s.index, offset)};
+    s = R::pick(s, other);
+  }
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) scratch_value[warp] = s.value, scratch_index[warp] = s.index;
+  __syncthreads();
+  if (warp == 0) {
+    s = lane < blockDim.x / 32 ? typename R::State{scratch_value[lane], scratch_index[lane]}
+                               : R::identity();
+    for (int offset = 16; offset > 0; offset /= 2) {
+      typename R::State other{__shfl_xor_sync(0xffffffffu, s.value, offset),
+                              __shfl_xor_sync(0xffffffffu, s.index, offset)};
+      s = R::pick(s, other);
+    }
+    if (lane == 0) out[off[0]] = R::finish(s, r);
+  }
+}
+
+template <ReduceOp Op, typename T>
+void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t outputs, int64_t r,
+                  const OffsetCalc<2>& kept, const OffsetCalc<1>& reduced) {
+  using Out = typename Reducer<Op, T>::Out;
+  auto* o = static_cast<Out*>(out.data_ptr());
+  auto* x = static_cast<const T*>(in.data_ptr());
+  bool contiguous_reduction = reduced.ndim > 0 && reduced.strides[reduced.ndim - 1][0] == 1;
+  bool use_block = (contiguous_reduction && r >= 64) || (outputs < 256 && r >= 64);
+  LaunchConfig cfg;
+  cfg.name = name;
+  cfg.stream = stream_for(out);
+  if (use_block) {
+    int64_t threads = 32;
+    while (threads < r && threads < 512) threads *= 2;
+    cfg.grid = dim3(static_cast<unsigned>(outputs));
+    cfg.block = dim3(static_cast<unsigned>(threads));
+    launch(reduce_block_kernel<Op, T>, cfg, r, kept, reduced, o, x);
+  } else {
+    cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
+    cfg.block = dim3(128);
+    cfg.uses_sync = false;
+    launch(reduce_serial_kernel<Op, T>, cfg, outputs, r, kept, reduced, o, x);
+  }
+}
+
+void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
+                const std::vector<int64_t>& dims) {
+  const char* name = op_name(op);
+  int64_t ndim = in.dim();
+  std::vector<bool> is_reduced(ndim, false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    RG_CHECK(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i], " out of range for shape ",
+             shape_str(in.shape()));
+    RG_CHECK(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
+    is_reduced[dims[i]] = true;
+  }
+  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  RG_CHECK(in.dtype() != DType::b8, name, ": not supported for bool tensors");
+  RG_CHECK(op != ReduceOp::mean || is_floating(in.dtype()), name, ": needs a floating tensor, got ",
+           in.dtype());
+  RG_CHECK(out.dtype() == (arg ? DType::i64 : in.dtype()), name, ": output dtype ", out.dtype(),
+           " does not match ", arg ? DType::i64 : in.dtype());
+  RG_CHECK(out.dim() == ndim, name, ": out must have the keepdim shape");
+  Shape kept_shape, reduced_shape;
+  Strides kept_out, kept_in, reduced_in;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (is_reduced[d]) {
+      reduced_shape.push_back(in.size(d));
+      reduced_in.push_back(in.stride(d));
+    } else {
+      kept_shape.push_back(in.size(d));
+      kept_out.push_back(out.stride(d));
+      kept_in.push_back(in.stride(d));
+    }
+  }
+  int64_t outputs = numel_of(kept_shape), r = numel_of(reduced_shape);
+  RG_CHECK(out.numel() == outputs, name, ": output has ", out.numel(), " elements, expected ",
+           outputs);
+  RG_CHECK(r > 0 || outputs == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+           ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
+  if (outputs == 0) return;
+  auto kept = make_offset_calc<2>(name, kept_shape, {&kept_out, &kept_in});
+  auto reduced = make_offset_calc<1>(name, reduced_shape, {&reduced_in});
+  dispatch_all(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      switch (op) {
+#define RG_CASE(op_)  \
+  case ReduceOp::op_: \
+    return reduce_typed<ReduceOp::op_, T>(name, out, in, outputs, r, kept, reduced);
+        RG_REDUCE_OPS(RG_CASE)
+#undef RG_CASE
+      }
+    }
+  });
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(reduce, run_reduce)
+}  // namespace rg::RG_BACKEND

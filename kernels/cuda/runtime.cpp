@@ -1,0 +1,168 @@
+// The cuda device (cuda build only): per-device compute and communication streams, the
+// caching allocator over cudaMalloc, cuBLAS handles, pinned host memory, and registration
+// of the DeviceInterface. Nothing touches the driver until first use, so loading the
+// library on a machine without a GPU is free, and device_count() is then 0.
+#include "kernels/cuda/runtime.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/stream.h"
+
+namespace rg::cuda {
+
+namespace {
+
+constexpr int kMaxDevices = 16;
+
+struct DeviceState {
+  std::once_flag init;
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm = nullptr;
+  std::unique_ptr<gpu::CachingAllocator> allocator;
+  std::mutex blas_mutex;
+  std::map<void*, std::pair<cublasHandle_t, void*>> blas;  // stream -> (handle, workspace)
+};
+
+DeviceState& state(int index) {
+  RG_CHECK(index >= 0 && index < device_count(), "cuda: device index ", index, " out of range (",
+           device_count(), " devices)");
+  static DeviceState* states = new DeviceState[kMaxDevices];  // never destroyed
+  DeviceState& s = states[index];
+  std::call_once(s.init, [&] {
+    set_device(index);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
+    gpu::RawMemory raw;
+    raw.allocate = [](size_t n, int device) -> void* {
+      set_device(device);
+      void* p = nullptr;
+      if (cudaMalloc(&p, n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky-free OOM error
+        return nullptr;
+      }
+      return p;
+    };
+    raw.release = [](void* p, int device) {
+      set_device(device);
+      cudaFree(p);
+    };
+    raw.total = total_memory;
+    s.allocator = std::make_unique<gpu::CachingAllocator>(str("cuda:", index), raw, index);
+  });
+  return s;
+}
+
+thread_local int tls_current_device = -1;
+
+}  // namespace
+
+int device_count() {
+  static int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n < kMaxDevices ? n : kMaxDevices;
+  }();
+  return count;
+}
+
+void set_device(int index) {
+  if (tls_current_device == index) return;
+  CUDA_CHECK(cudaSetDevice(index));
+  tls_current_device = index;
+}
+
+void* compute_stream(int index) { return state(index).compute; }
+void* comm_stream(int index) { return state(index).comm; }
+gpu::CachingAllocator& allocator(int index) { return *state(index).allocator; }
+
+size_t total_memory(int index) {
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  return prop.totalGlobalMem;
+}
+
+void* cublas_handle(int index, void* stream) {
+  DeviceState& s = state(index);
+  std::lock_guard<std::mutex> lock(s.blas_mutex);
+  auto it = s.blas.find(stream);
+  if (it != s.blas.end()) return it->second.first;
+  set_device(index);
+  cublasHandle_t handle;
+  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(stream)));
+  // A private workspace per handle keeps cuBLAS from allocating behind our allocator.
+  constexpr size_t kWorkspace = size_t(32) << 20;
+  void* workspace = nullptr;
+  CUDA_CHECK(cudaMalloc(&workspace, kWorkspace));
+  CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kWorkspace));
+  s.blas[stream] = {handle, workspace};
+  return handle;
+}
+
+// ---- pinned host memory: cached by exact size class like the device allocator
+namespace {
+gpu::CachingAllocator& pinned_pool() {
+  static auto* pool = [] {
+    gpu::RawMemory raw;
+    raw.allocate = [](size_t n, int) -> void* {
+      void* p = nullptr;
+      if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+      }
+      return p;
+    };
+    raw.release = [](void* p, int) { cudaFreeHost(p); };
+    raw.total = [](int) { return size_t(1) << 40; };
+    return new gpu::CachingAllocator("pinned host memory", raw, 0);
+  }();
+  return *pool;
+}
+}  // namespace
+
+void* pinned_allocate(size_t nbytes) { return pinned_pool().allocate(nbytes, nullptr); }
+void pinned_release(void* ptr) { pinned_pool().deallocate(ptr); }
+
+namespace {
+
+void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  Device gpu_side = dst_device.is_cuda() ? dst_device : src_device;
+  cudaStream_t stream = static_cast<cudaStream_t>(gpu::current_stream(gpu_side).handle);
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+const bool registered = [] {
+  DeviceInterface d;
+  d.allocate = [](size_t n, int index) {
+    return allocator(index).allocate(n,
+                                     gpu::current_stream(Device(DeviceType::cuda, index)).handle);
+  };
+  d.deallocate = [](void* p, size_t, int index) { allocator(index).deallocate(p); };
+  d.copy = copy;
+  d.synchronize = [](int index) {
+    set_device(index);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  };
+  d.stats = [](int index) { return allocator(index).stats(); };
+  d.empty_cache = [](int index) {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    allocator(index).empty_cache();
+  };
+  d.device_count = device_count;
+  register_device(DeviceType::cuda, d);
+  return true;
+}();
+
+}  // namespace
+}  // namespace rg::cuda

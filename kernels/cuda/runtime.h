@@ -1,0 +1,23 @@
+// Internals of the cuda device (cuda build only): per-device streams, allocator and the
+// cuBLAS handle. The public face is kernels/cuda/stream.h; kernels use stream_for(tensor).
+#pragma once
+#include <cstddef>
+
+#include "kernels/cuda/caching_allocator.h"
+
+namespace rg::cuda {
+
+int device_count();               // 0 when there is no GPU or no driver; never throws
+void set_device(int index);       // makes `index` current for this thread (cheap when it is)
+void* compute_stream(int index);  // cudaStream_t
+void* comm_stream(int index);
+gpu::CachingAllocator& allocator(int index);
+size_t total_memory(int index);
+// cuBLAS handle (with its workspace) bound to `stream` of device `index`; one per pair.
+void* cublas_handle(int index, void* stream);
+
+// Pinned host memory (cached).
+void* pinned_allocate(size_t nbytes);
+void pinned_release(void* ptr);
+
+}  // namespace rg::cuda

@@ -1,0 +1,81 @@
+// Streams, events and device-memory settings of the sim and cuda devices (host API; no CUDA
+// headers needed). Each device has a compute stream, where every kernel and copy runs, and a
+// communication stream for the DDP reducer's collectives; events hand work between them:
+//   gpu::Event ready(device);  ready.record(gpu::compute_stream(device));
+//   ready.wait(gpu::comm_stream(device));   // comm work queued from now waits for compute
+// On cuda a Stream's handle is its cudaStream_t (for NCCL). On sim everything runs in order
+// on the calling thread, so waits are no-ops and events are timestamps.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/device_interface.h"
+#include "core/tensor.h"
+
+namespace rg::gpu {
+
+struct Stream {
+  Device device;
+  void* handle = nullptr;  // cudaStream_t on cuda; null on sim
+};
+
+Stream compute_stream(Device device);
+Stream comm_stream(Device device);
+// The stream kernels launched by this host thread go to (compute_stream unless a
+// StreamGuard is active). On cuda this also makes `device` the thread's current device.
+Stream current_stream(Device device);
+void synchronize(const Stream& stream);
+
+// Makes `stream` the current stream of its device for this thread, until destroyed.
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Device device_;
+  Stream previous_;
+  bool had_previous_;
+};
+
+class Event {
+ public:
+  explicit Event(Device device, bool timing = false);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& stream);
+  void wait(const Stream& stream) const;     // work queued on `stream` later waits for this event
+  void synchronize() const;                  // the host waits
+  bool query() const;                        // true once the recorded work is done
+  float elapsed_ms(const Event& end) const;  // both recorded with timing = true
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;   // cudaEvent_t on cuda
+  double host_time_ms_ = 0;  // sim
+};
+
+// ---- device memory (caching allocator of sim/cuda; see caching_allocator.h)
+// Caps the memory the allocator may reserve on `device` at `fraction` of the device's
+// memory; an allocation beyond it throws rg::Error stating the request and the stats.
+void set_memory_fraction(Device device, double fraction);
+size_t total_memory(Device device);  // device memory (sim: host RAM)
+
+// ---- pinned host memory, for asynchronous host<->device copies (sim: plain host memory)
+// A cpu tensor whose storage is page-locked (cached, so repeated use is cheap).
+Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
+// Copies src into dst (same dtype and shape, both contiguous; one on the host) on the
+// current stream without waiting; the host memory must be pinned for real overlap.
+void copy_async(const Tensor& dst, const Tensor& src);
+
+// cuBLAS may use TF32 tensor cores for f32 matmuls (faster, ~10-bit mantissa products).
+// Off by default. sim ignores it (Eigen computes in f32).
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+}  // namespace rg::gpu

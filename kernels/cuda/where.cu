@@ -1,0 +1,27 @@
+// where: out = cond ? a : b; cond (bool, or any dtype read as != 0), a, b broadcast to out's
+// shape; a, b and out share a dtype. Elementwise engine (elementwise.cuh).
+#include "kernels/cuda/elementwise.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+template <typename T, typename C>
+struct WhereFn {
+  RG_HD T operator()(C c, T a, T b) const { return convert<bool>(c) ? a : b; }
+};
+
+void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  RG_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "where: a (", a.dtype(),
+           ") and b (", b.dtype(), ") must have out's dtype ", out.dtype());
+  dispatch_all(out.dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_all(cond.dtype(), "where", [&](auto ctag) {
+      using C = typename decltype(ctag)::type;
+      elementwise<T, C, T, T>("where", WhereFn<T, C>{}, out, {cond, a, b});
+    });
+  });
+}
+
+}  // namespace
+RG_REGISTER_KERNEL(where, run_where)
+}  // namespace rg::RG_BACKEND

@@ -1,0 +1,81 @@
+// The sim interpreter: runs CUDA-dialect kernels (kernels/cuda/*.cu compiled by g++) on
+// the CPU. Each CUDA thread of a block is a fiber (fiber_switch.h) with a small stack; the fibers
+// of a block run on the launching host thread, one warp after another, each until it
+// reaches a sync point (__syncthreads or a warp op) or returns. A barrier releases only
+// when every thread of the block is waiting at it; a warp op resolves when every lane of
+// its mask is waiting at it. Anything else (a barrier reached by part of a block, a warp op
+// missing lanes) throws rg::Error naming the kernel: sim never hangs. Blocks run one after
+// another, so `__shared__` can be per-host-thread static storage (see portability.cuh).
+// All interpreter state is thread_local: several host threads may launch at once.
+// See docs/sim.md for the full story and how to debug a kernel in gdb.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cuda/launch_limits.h"
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+namespace rg::sim {
+
+// What the kernel body sees as threadIdx/blockIdx/blockDim/gridDim.
+struct ThreadCoords {
+  uint3 thread_idx;
+  unsigned linear = 0;  // x + y*bx + z*bx*by; lane = linear % 32, warp = linear / 32
+};
+struct BlockCoords {
+  uint3 block_idx;
+  dim3 block_dim;
+  dim3 grid_dim;
+  unsigned char* dynamic_shared = nullptr;
+};
+
+// Updated by the scheduler on every switch between fibers (same host thread).
+extern thread_local ThreadCoords* tls_thread;
+extern thread_local BlockCoords* tls_block;
+
+// A non-owning callable: the per-thread body of a launch (calls the kernel once).
+struct KernelBody {
+  void (*call)(void* ctx) = nullptr;
+  void* ctx = nullptr;
+};
+
+struct LaunchSpec {
+  const char* name = "?";
+  dim3 grid, block;
+  size_t shared_bytes = 0;
+  bool uses_sync = true;  // false: run the threads of a block as a plain loop, no fibers
+};
+
+// Runs the whole grid on the calling thread; throws rg::Error on a bad launch or a sync
+// error, or rethrows what the kernel threw.
+void run_grid(const LaunchSpec& spec, KernelBody body);
+
+// ---- sync points, called from kernel code
+void syncthreads();
+
+enum class WarpOpKind : uint8_t { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, all, any };
+// Deposits `value` (<= 8 bytes) for the lanes of `mask`, waits for them, returns the word
+// the op gives this lane (the source lane's value, or the vote result).
+uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width);
+
+template <typename T>
+T warp_exchange(WarpOpKind kind, unsigned mask, T value, int arg, int width) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp op on a large type");
+  uint64_t word = 0;
+  std::memcpy(&word, &value, sizeof(T));
+  word = warp_op(kind, mask, word, arg, width);
+  T out;
+  std::memcpy(&out, &word, sizeof(T));
+  return out;
+}
+
+}  // namespace rg::sim

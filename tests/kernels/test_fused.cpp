@@ -1,0 +1,158 @@
+// The fused kernels on sim/cuda against the cpu kernels: softmax/log_softmax (+backward)
+// along inner and outer dims, layernorm (+backward, with and without affine), cross-entropy
+// (+backward, ignore_index, bad targets), embedding (+backward, repeated and bad indices),
+// Philox random (identical numbers), AdamW.
+#include "tests/kernels/helpers.h"
+
+using namespace rg;
+using namespace rg::test;
+
+namespace {
+double loose(DType dtype) { return dtype == DType::f32 ? 1e-4 : -1; }
+}  // namespace
+
+GPU_KERNEL_TEST(softmax_and_backward_match_cpu_along_any_dim) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (const Shape& shape : {Shape{3, 1025}, Shape{4, 33, 5}, Shape{1, 1}, Shape{7, 31}})
+      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim)
+        for (bool log : {false, true}) {
+          INFO("dim ", dim, log ? " log" : "");
+          Tensor x = random_tensor(shape, dtype, 1, -4, 4);
+          Tensor want = empty(shape, dtype), got = empty(shape, dtype, device);
+          cpu_kernels().softmax(want, x, dim, log);
+          kernels_of(device).softmax(got, mirror(x, device), dim, log);
+          expect_close(got, want, loose(dtype), "softmax");
+          Tensor dy = random_tensor(shape, dtype, 2);
+          Tensor dwant = empty(shape, dtype), dgot = empty(shape, dtype, device);
+          cpu_kernels().softmax_backward(dwant, dy, want, dim, log);
+          kernels_of(device).softmax_backward(dgot, mirror(dy, device), mirror(want, device), dim,
+                                              log);
+          expect_close(dgot, dwant, loose(dtype), "softmax_backward");
+        }
+}
+
+GPU_KERNEL_TEST(layernorm_and_backward_match_cpu) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (int64_t c : {1, 31, 32, 33, 1025})
+      for (bool affine : {true, false}) {
+        INFO("C ", c, affine ? " affine" : "");
+        int64_t n = 5;
+        DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
+        Tensor x = random_tensor({n, c}, dtype, 3, -3, 3);
+        Tensor w = affine ? random_tensor({c}, dtype, 4) : Tensor();
+        Tensor b = affine ? random_tensor({c}, dtype, 5) : Tensor();
+        Tensor out = empty({n, c}, dtype), mean = empty({n}, sdt), rstd = empty({n}, sdt);
+        cpu_kernels().layernorm(out, mean, rstd, x, w, b, 1e-5);
+        Tensor gout = empty({n, c}, dtype, device), gmean = empty({n}, sdt, device),
+               grstd = empty({n}, sdt, device);
+        Tensor wd = affine ? mirror(w, device) : Tensor(),
+               bd = affine ? mirror(b, device) : Tensor();
+        kernels_of(device).layernorm(gout, gmean, grstd, mirror(x, device), wd, bd, 1e-5);
+        expect_close(gout, out, loose(dtype), "layernorm out");
+        expect_close(gmean, mean, 1e-5, "layernorm mean");
+        expect_close(grstd, rstd, 1e-5, "layernorm rstd");
+
+        Tensor dy = random_strided({n, c}, dtype, 6);
+        Tensor dx = empty({n, c}, dtype), dw = affine ? empty({c}, dtype) : Tensor(),
+               db = affine ? empty({c}, dtype) : Tensor();
+        cpu_kernels().layernorm_backward(dx, dw, db, dy, x, mean, rstd, w);
+        Tensor gdx = empty({n, c}, dtype, device);
+        Tensor gdw = affine ? empty({c}, dtype, device) : Tensor();
+        Tensor gdb = affine ? empty({c}, dtype, device) : Tensor();
+        kernels_of(device).layernorm_backward(gdx, gdw, gdb, mirror(dy, device), mirror(x, device),
+                                              mirror(mean, device), mirror(rstd, device), wd);
+        expect_close(gdx, dx, dtype == DType::f32 ? 1e-3 : -1, "layernorm dx");
+        if (affine) {
+          expect_close(gdw, dw, loose(dtype), "layernorm dweight");
+          expect_close(gdb, db, loose(dtype), "layernorm dbias");
+        }
+      }
+}
+
+GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (int64_t c : {2, 33, 1025}) {
+      int64_t n = 6;
+      Tensor logits = random_strided({n, c}, dtype, 7);
+      Tensor targets = random_tensor({n}, DType::i64, 8, 0, double(c - 1));
+      store(targets, 2, -100);  // ignored row
+      Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
+      cpu_kernels().cross_entropy(loss, logits, targets, -100);
+      Tensor dl = mirror(logits, device), dt = mirror(targets, device);
+      kernels_of(device).cross_entropy(gloss, dl, dt, -100);
+      expect_close(gloss, loss, loose(dtype), "cross_entropy");
+      Tensor dloss = random_tensor({n}, dtype, 9);
+      Tensor dlogits = empty({n, c}, dtype), gdlogits = empty({n, c}, dtype, device);
+      cpu_kernels().cross_entropy_backward(dlogits, logits, targets, dloss, -100);
+      kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
+      expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+    }
+}
+
+GPU_KERNEL_TEST(cross_entropy_rejects_a_target_out_of_range) {
+  Tensor logits = random_tensor({3, 5}, DType::f32, 1);
+  Tensor targets = random_tensor({3}, DType::i32, 2, 0, 4);
+  store(targets, 1, 5);
+  Tensor loss = empty({3}, DType::f32, device);
+  CHECK_THROWS_WITH_AS(
+      kernels_of(device).cross_entropy(loss, mirror(logits, device), mirror(targets, device), -100),
+      doctest::Contains("target 5 out of range"), Error);
+}
+
+GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+    int64_t vocab = 37, d = 33, n = 1025;
+    Tensor weight = random_strided({vocab, d}, dtype, 1);
+    Tensor idx = random_tensor({n}, DType::i64, 2, 0, double(vocab - 1));  // many repeats
+    Tensor out = empty({n, d}, dtype), gout = empty({n, d}, dtype, device);
+    cpu_kernels().embedding(out, weight, idx);
+    Tensor didx = mirror(idx, device);
+    kernels_of(device).embedding(gout, mirror(weight, device), didx);
+    expect_close(gout, out, 0, "embedding");
+
+    Tensor grad_out = random_tensor({n, d}, dtype, 3);
+    Tensor gw = random_tensor({vocab, d}, dtype, 4);  // accumulates into existing values
+    Tensor ggw = mirror(gw, device);
+    cpu_kernels().embedding_backward(gw, grad_out, idx);
+    kernels_of(device).embedding_backward(ggw, mirror(grad_out, device), didx);
+    expect_close(ggw, gw, dtype == DType::bf16 ? 0.1 : loose(dtype), "embedding_backward");
+  }
+}
+
+GPU_KERNEL_TEST(embedding_rejects_an_index_out_of_range) {
+  Tensor weight = random_tensor({4, 3}, DType::f32, 1);
+  Tensor idx = random_tensor({5}, DType::i64, 2, 0, 3);
+  store(idx, 3, 4);
+  Tensor out = empty({5, 3}, DType::f32, device);
+  CHECK_THROWS_WITH_AS(
+      kernels_of(device).embedding(out, mirror(weight, device), mirror(idx, device)),
+      doctest::Contains("index 4 out of range"), Error);
+}
+
+GPU_KERNEL_TEST(random_draws_the_same_numbers_as_cpu) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (RandomKind kind : {RandomKind::uniform, RandomKind::normal}) {
+      Tensor want = random_strided({33, 31}, dtype, 1);
+      cpu_kernels().random(want, kind, 1234, 77);
+      Tensor base = random_tensor({31, 33}, dtype, 1);
+      Tensor gbase = mirror(base, device);
+      Tensor got = make_view(gbase, {33, 31}, {1, 33}, 0);
+      kernels_of(device).random(got, kind, 1234, 77);
+      expect_close(got, want, dtype == DType::f32 && kind == RandomKind::normal ? 1e-6 : 0);
+    }
+}
+
+GPU_KERNEL_TEST(adamw_matches_cpu) {
+  for (DType dtype : {DType::f32, DType::f64})
+    for (int64_t n : {1, 33, 10007}) {
+      Tensor p = random_tensor({n}, dtype, 1), g = random_tensor({n}, dtype, 2);
+      Tensor m = random_tensor({n}, dtype, 3), v = random_tensor({n}, dtype, 4, 0, 1);
+      Tensor gp = mirror(p, device), gm = mirror(m, device), gv = mirror(v, device);
+      AdamWArgs args{1e-2, 0.9, 0.999, 1e-8, 0.1, 3};
+      cpu_kernels().adamw(p, g, m, v, args);
+      kernels_of(device).adamw(gp, mirror(g, device), gm, gv, args);
+      expect_close(gp, p, loose(dtype), "param");
+      expect_close(gm, m, loose(dtype), "exp_avg");
+      expect_close(gv, v, loose(dtype), "exp_avg_sq");
+    }
+}

@@ -12,7 +12,7 @@
 #include "kernels/cuda/elementwise.cuh"
 
 namespace rg::RG_BACKEND {
-namespace {
+namespace reduce_detail {  // named: nvcc warns on unused members of internal classes
 
 template <ReduceOp Op, typename T>
 struct Reducer {
@@ -61,6 +61,11 @@ struct Reducer {
   }
   RG_HD static State element(T x, int64_t i) { return {V(convert<C>(x)), i}; }
 };
+
+}  // namespace reduce_detail
+
+namespace {
+using reduce_detail::Reducer;
 
 template <ReduceOp Op, typename T>
 __global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> kept,

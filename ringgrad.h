@@ -7,3 +7,4 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
+#include "nn/nn.h"

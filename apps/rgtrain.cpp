@@ -58,7 +58,7 @@ struct Args {
   double bucket_cap_mb = 25;
   bool no_overlap = false, grad_view = false, resume = false, verify = false;
   std::string trace, checkpoint, init, metrics, data;
-  int64_t checkpoint_every = 0, threads = 0, print_every = 50;
+  int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;
   std::vector<std::string> compare;  // --compare A B
 };
 
@@ -69,6 +69,7 @@ const char* kHelp =
     "  --weight-decay X --optimizer adamw|sgd --clip X (0: off) --seed N --eval-every N\n"
     "  --print-every N --bucket-cap-mb X --no-overlap --grad-as-bucket-view --trace FILE\n"
     "  --checkpoint DIR --checkpoint-every N --resume --init FILE --threads N\n"
+    "  --stop-after N (simulate an interruption: save and exit after step N)\n"
     "  --metrics FILE.jsonl --verify --data FILE.txt|FILE.bin --compare A B\n";
 
 int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo) {
@@ -111,7 +112,8 @@ Args parse_args(int argc, char** argv) {
       {"--global-batch", &a.global_batch}, {"--micro-batch", &a.micro_batch},
       {"--steps", &a.steps},           {"--warmup", &a.warmup},
       {"--eval-every", &a.eval_every}, {"--checkpoint-every", &a.checkpoint_every},
-      {"--threads", &a.threads},       {"--print-every", &a.print_every}};
+      {"--threads", &a.threads},       {"--print-every", &a.print_every},
+      {"--stop-after", &a.stop_after}};
   std::map<std::string, double*> doubles = {{"--lr", &a.lr},
                                             {"--weight-decay", &a.weight_decay},
                                             {"--clip", &a.clip},
@@ -579,6 +581,11 @@ int run(const Args& a) {
       if (acc) metrics << ",\"held_out_acc\":" << fmt("%.4f", *acc);
       metrics << "}\n" << std::flush;
     }
+    if (a.stop_after > 0 && done == a.stop_after && done < a.steps) {
+      save(done);
+      std::cout << "stopped after step " << done << " (--stop-after)\n";
+      return 0;
+    }
   }
   if (!ckpt_path.empty()) save(a.steps);
   if (trace) trace->write(a.trace);
@@ -587,8 +594,8 @@ int run(const Args& a) {
   const double wall = now_s() - t_start;
   std::cout << "final loss " << fmt("%.4f", last_loss) << "\n";
   if (data.addition) {
-    std::cout << "held-out exact-match accuracy " << fmt("%.4f", eval_accuracy(-1)) << " ("
-              << data.addition->size() << " sums)\n";
+    std::cout << "held-out exact-match accuracy " << fmt("%.4f", eval_accuracy(2000))
+              << " (first 2000 held-out sums)\n";
     model->eval();
     auto seqs = rg::data::greedy_complete(*data.addition, logits_fn, {0, 1, 2}, device);
     for (size_t i = 0; i < seqs.size(); ++i) {

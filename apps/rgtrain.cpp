@@ -50,7 +50,7 @@ struct Args {
   std::string model = "gpt";
   int64_t layers = 2, heads = 4, width = 64, context = 0, vocab = 0, digits = 2;
   std::string device = "cpu";
-  int64_t global_batch = 64, micro_batch = 8, steps = 1500, warmup = 100;
+  int64_t global_batch = 64, micro_batch = 8, steps = 1200, warmup = 100;
   double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
   std::string optimizer = "adamw";
   uint64_t seed = 1337;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
@@ -33,8 +34,8 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::unlink(tmp.c_str());
     RG_FAIL("write_file_atomically: renaming '", tmp, "' to '", path, "' failed");
   }
-  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, std::max<size_t>(slash, 1));
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     ::fsync(dfd);

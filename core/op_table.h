@@ -58,7 +58,7 @@ struct AdamWArgs {
   /* strided copy with dtype conversion, same device */                                       \
   X(copy, void, (const Tensor& out, const Tensor& in))                                        \
   X(fill, void, (const Tensor& out, double value))                                            \
-  /* out has in's shape with 1 at each reduced dim (keepdim); dims sorted, unique */          \
+  /* out: in's shape with 1 at each reduced dim (keepdim); dims sorted, unique, non-empty, each of size > 1 */          \
   X(reduce, void, (ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<int64_t>& dims)) \
   /* out[b] = a[b] @ b[b]; a [B,M,K], b [B,K,N], out [B,M,N] contiguous; a/b any strides */  \
   X(matmul, void, (const Tensor& out, const Tensor& a, const Tensor& b))                      \

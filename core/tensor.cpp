@@ -12,6 +12,7 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 bool Tensor::is_contiguous() const {
   const auto& sh = shape();
   const auto& st = strides();
+  if (numel_of(sh) == 0) return true;
   int64_t expected = 1;
   for (int64_t i = dim() - 1; i >= 0; --i) {
     if (sh[i] == 1) continue;

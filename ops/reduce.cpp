@@ -38,8 +38,13 @@ Tensor drop_dims(const Tensor& t, const std::vector<int64_t>& dims) {
 Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, DType out_dtype) {
   Tensor out = empty(keepdim_shape(x, dims), out_dtype, x.device());
   if (out.numel() == 0) return out;
-  if (dims.empty()) RG_KERNEL(x.device(), copy)(out, x);  // nothing to reduce (0-d input)
-  else RG_KERNEL(x.device(), reduce)(op, out, x, dims);
+  // Dims of size 1 reduce to themselves; the kernels only see dims that really reduce.
+  std::vector<int64_t> real;
+  for (int64_t d : dims)
+    if (x.shape()[d] != 1) real.push_back(d);
+  if (!real.empty()) RG_KERNEL(x.device(), reduce)(op, out, x, real);
+  else if (op == ReduceOp::argmax || op == ReduceOp::argmin) RG_KERNEL(x.device(), fill)(out, 0.0);
+  else RG_KERNEL(x.device(), copy)(out, x);
   return out;
 }
 

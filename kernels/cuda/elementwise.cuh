@@ -144,7 +144,8 @@ void elementwise(const char* name, const F& f, const Tensor& out,
   }
   std::array<const Strides*, 1 + sizeof...(In)> strides;
   strides[0] = &out.strides();
-  for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = &ins[k].strides();
+  if constexpr (sizeof...(In) > 0)
+    for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = &ins[k].strides();
   auto calc = make_offset_calc<1 + sizeof...(In)>(name, out.shape(), strides);
   call(strided_kernel<Out, F, In...>, n, calc);
 }

@@ -99,27 +99,13 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
   });
 }
 
-template <typename F>
-void dispatch(DType dtype, const char* op, F f) {
-  switch (dtype) {
-    case DType::f32:
-      return f.template operator()<float>();
-    case DType::f64:
-      return f.template operator()<double>();
-    case DType::bf16:
-      return f.template operator()<bf16_t>();
-    default:
-      RG_FAIL(op, ": unsupported dtype ", dtype);
-  }
-}
-
 void cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
                    int64_t ignore_index) {
   std::vector<int64_t> t = checked_targets(logits, targets, ignore_index, "cross_entropy");
   RG_CHECK(loss.numel() == logits.size(0) && loss.dim() <= 1 && loss.dtype() == logits.dtype(),
            "cross_entropy: loss ", shape_str(loss.shape()), " does not match logits ",
            shape_str(logits.shape()));
-  dispatch(logits.dtype(), "cross_entropy",
+  dispatch_floating(logits.dtype(), "cross_entropy",
            [&]<typename T>() { cross_entropy_typed<T>(loss, logits, t, ignore_index); });
 }
 
@@ -132,7 +118,7 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const T
   RG_CHECK(dloss.numel() == logits.size(0) && dloss.dim() <= 1 && dloss.dtype() == logits.dtype(),
            op, ": dloss ", shape_str(dloss.shape()), " does not match logits ",
            shape_str(logits.shape()));
-  dispatch(logits.dtype(), op, [&]<typename T>() {
+  dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     cross_entropy_backward_typed<T>(dlogits, logits, t, dloss, ignore_index);
   });
 }

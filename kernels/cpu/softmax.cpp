@@ -154,27 +154,13 @@ void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, b
   });
 }
 
-template <typename F>
-void dispatch(DType dtype, const char* op, F f) {
-  switch (dtype) {
-    case DType::f32:
-      return f.template operator()<float>();
-    case DType::f64:
-      return f.template operator()<double>();
-    case DType::bf16:
-      return f.template operator()<bf16_t>();
-    default:
-      RG_FAIL(op, ": unsupported dtype ", dtype);
-  }
-}
-
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   RG_CHECK(in.is_contiguous() && out.is_contiguous(), op, ": kernel needs contiguous tensors");
   RG_CHECK(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
   Geometry g = geometry(in, dim, op);
   if (in.numel() == 0) return;
-  dispatch(in.dtype(), op,
+  dispatch_floating(in.dtype(), op,
            [&]<typename T>() { softmax_typed<T>(out.data<T>(), in.data<T>(), g, log); });
 }
 
@@ -186,7 +172,7 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tenso
   RG_CHECK(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op, ": shapes differ");
   Geometry g = geometry(y, dim, op);
   if (y.numel() == 0) return;
-  dispatch(y.dtype(), op, [&]<typename T>() {
+  dispatch_floating(y.dtype(), op, [&]<typename T>() {
     softmax_backward_typed<T>(grad_in.data<T>(), grad_out.data<T>(), y.data<T>(), g, log);
   });
 }

@@ -38,8 +38,12 @@ struct Doorbell {
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "doorbells in shared memory need it");
 
+// Rings are cache-line aligned: the compiler may use aligned vector stores on them, so their
+// memory must come from an aligned allocation (a mapping, or operator new with align_val_t).
+inline constexpr size_t kRingAlignment = 64;
+
 // Layout of one ring at the start of its memory; the data bytes follow the header.
-struct alignas(64) RingBuffer {
+struct alignas(kRingAlignment) RingBuffer {
   std::atomic<uint64_t> write_pos{0};  // bytes written so far (owned by the writer)
   char pad0[56];
   std::atomic<uint64_t> read_pos{0};  // bytes read so far (owned by the reader)
@@ -49,8 +53,12 @@ struct alignas(64) RingBuffer {
   uint64_t capacity = 0;
 
   char* bytes() { return reinterpret_cast<char*>(this + 1); }
-  static size_t footprint(size_t capacity) { return sizeof(RingBuffer) + capacity; }
-  // Constructs a ring in `memory` (footprint(capacity) bytes).
+  // Bytes one ring occupies; a multiple of kRingAlignment, so rings can be laid end to end.
+  static size_t footprint(size_t capacity) {
+    return sizeof(RingBuffer) + (capacity + kRingAlignment - 1) / kRingAlignment * kRingAlignment;
+  }
+  // Constructs a ring in `memory` (footprint(capacity) bytes, kRingAlignment-aligned; throws
+  // rg::Error otherwise).
   static RingBuffer* create(void* memory, size_t capacity);
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "rings in shared memory need it");

@@ -52,11 +52,53 @@ std::string first_slurm_host(const std::string& nodelist) {
   return prefix + range.substr(0, stop);
 }
 
+namespace {
+
+// The names of the rank and world-size variables of a launcher, for error messages.
+struct RankVariables {
+  const char* rank;
+  const char* world_size;
+};
+
+RankVariables rank_variables(const std::string& source) {
+  if (source == "slurm") return {"SLURM_PROCID", "SLURM_NTASKS"};
+  if (source == "openmpi") return {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"};
+  return {"RANK", "WORLD_SIZE"};
+}
+
+// RANK and WORLD_SIZE come together: one without the other is a launch mistake (a process
+// that would silently run alone).
+void check_rank_pair(const EnvLookup& env) {
+  const char* rank = env("RANK");
+  const char* size = env("WORLD_SIZE");
+  const bool has_rank = rank && *rank, has_size = size && *size;
+  RG_CHECK(has_rank || !has_size, "init_process_group: WORLD_SIZE=", has_size ? size : "",
+           " is set but RANK is not; set both (or neither, for a single process)");
+  RG_CHECK(has_size || !has_rank, "init_process_group: RANK=", has_rank ? rank : "",
+           " is set but WORLD_SIZE is not; set both (or neither, for a single process)");
+}
+
+void check_consistent(const LaunchInfo& info) {
+  RG_CHECK(info.master_port < 65536, "init_process_group: MASTER_PORT=", info.master_port,
+           " is not a port");
+  const RankVariables vars = rank_variables(info.source);
+  RG_CHECK(info.rank < info.world_size, "init_process_group: ", vars.rank, "=", info.rank,
+           " is outside the world of ", vars.world_size, "=", info.world_size, " (ranks 0 to ",
+           info.world_size - 1, ")");
+  RG_CHECK(info.local_rank < info.local_world_size, "init_process_group: local rank ",
+           info.local_rank, " is outside the local world of size ", info.local_world_size);
+  RG_CHECK(info.local_world_size <= info.world_size, "init_process_group: local world size ",
+           info.local_world_size, " exceeds the world size ", info.world_size);
+}
+
+}  // namespace
+
 LaunchInfo launch_info_from_env(const EnvLookup& lookup) {
   EnvLookup env = lookup ? lookup : [](const char* name) { return std::getenv(name); };
   auto has = [&](const char* name) { return env(name) && *env(name); };
   LaunchInfo info;
   if (has("RANK") || has("WORLD_SIZE")) {
+    check_rank_pair(env);
     info.source = "torchrun";
     info.rank = parse_int(env, "RANK", 0);
     info.world_size = parse_int(env, "WORLD_SIZE", 1);
@@ -84,14 +126,7 @@ LaunchInfo launch_info_from_env(const EnvLookup& lookup) {
   }
   if (has("MASTER_ADDR")) info.master_addr = env("MASTER_ADDR");
   if (has("MASTER_PORT")) info.master_port = parse_int(env, "MASTER_PORT", 1);
-  RG_CHECK(info.master_port < 65536, "init_process_group: MASTER_PORT ", info.master_port,
-           " is not a port");
-  RG_CHECK(info.rank < info.world_size, "init_process_group: rank ", info.rank,
-           " is outside the world of size ", info.world_size, " (", info.source, " variables)");
-  RG_CHECK(info.local_rank < info.local_world_size, "init_process_group: local rank ",
-           info.local_rank, " is outside the local world of size ", info.local_world_size);
-  RG_CHECK(info.local_world_size <= info.world_size, "init_process_group: local world size ",
-           info.local_world_size, " exceeds the world size ", info.world_size);
+  check_consistent(info);
   return info;
 }
 
@@ -102,7 +137,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const std::string& backend, Opt
   RG_CHECK(chosen == "tcp" || chosen == "nccl", "init_process_group: unknown backend '", backend,
            "' (expected tcp, nccl or auto)");
   auto store = std::make_shared<TcpStore>(info.master_addr, info.master_port, info.rank == 0,
-                                          options.timeout);
+                                          options.timeout, options.job_token);
   if (chosen == "nccl")
     return make_nccl_group(store, info.rank, info.world_size, info.local_rank, options);
   return make_tcp_group(store, info.rank, info.world_size, options);

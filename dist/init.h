@@ -6,7 +6,9 @@
 //                     OMPI_COMM_WORLD_LOCAL_SIZE
 // MASTER_ADDR / MASTER_PORT, when set, win over what Slurm implies; without them a
 // single-node job uses 127.0.0.1 and port 29500 (Slurm: 20000 + job id % 20000).
-// RG_DIST_TIMEOUT (seconds) sets the default timeout of every wait.
+// RG_DIST_TIMEOUT (seconds) sets the default timeout of every wait. RG_JOB_TOKEN (see
+// job_token.h) keeps jobs that share a port apart. The store listens on MASTER_ADDR's
+// interface only, unless RG_DIST_BIND_ADDR names another (0.0.0.0: every interface).
 #pragma once
 #include <functional>
 #include <memory>
@@ -28,7 +30,6 @@ struct LaunchInfo {
 
 // Reads the variables through `getenv` (std::getenv by default; tests pass a map's lookup).
 // Throws rg::Error naming the variable when one is malformed or inconsistent.
-using EnvLookup = std::function<const char*(const char*)>;
 LaunchInfo launch_info_from_env(const EnvLookup& getenv = nullptr);
 
 // The first host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03".

@@ -270,12 +270,8 @@ class Engine {
       } catch (const PeerClosed&) {
         p.gone = true;
       }
+      if (p.gone && !moved_here && p.busy() && failure_.empty()) moved_here = read_last_words(peer, p);
       if (p.gone && !moved_here && p.busy() && failure_.empty()) {
-        try {  // its last words (a failure report) come before its end
-          pump_control(peer, p);
-        } catch (const PeerClosed&) {
-        }
-        if (!failure_.empty()) break;
         const MessageOp& op = p.in_op           ? *p.in_op
                               : p.sends.empty() ? *p.recvs.front()
                                                 : *p.sends.front();
@@ -284,6 +280,23 @@ class Engine {
                     true);
       }
       moved |= moved_here;
+    }
+    return moved;
+  }
+
+  // A peer has gone while something is pending with it. What it wrote before going is still
+  // in the streams, and the data read above may have run before the peer's last bytes landed
+  // (the end of its control stream was seen after): read both again. True if that moved
+  // anything, i.e. the peer closed in order after sending what this rank needed.
+  bool read_last_words(int peer, Peer& p) {
+    bool moved = false;
+    try {
+      moved |= pump_recvs(peer, p);
+    } catch (const PeerClosed&) {
+    }
+    try {  // a failure report comes before its end
+      moved |= pump_control(peer, p);
+    } catch (const PeerClosed&) {
     }
     return moved;
   }

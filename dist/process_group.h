@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "dist/job_token.h"
 
 namespace rg::dist {
 
@@ -53,6 +54,8 @@ struct Options {
   Milliseconds timeout = default_timeout();
   // Ring pipelining: each segment is cut into chunks of about this many bytes.
   size_t chunk_bytes = 512 << 10;
+  // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
+  std::string job_token = job_token_from_env();
 };
 
 // What a message belongs to. It travels with every message, and the receiver compares it

@@ -86,6 +86,15 @@ std::string local_address(int fd) {
   return text;
 }
 
+std::string peer_address(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return str(text, ":", ntohs(addr.sin_port));
+}
+
 int connect_tcp(const std::string& host, int port, Clock::time_point deadline,
                 const std::string& what) {
   sockaddr_in addr = resolve(host, port, what);

@@ -12,6 +12,8 @@ int listen_tcp(const std::string& host, int port, int backlog, const std::string
 int local_port(int fd);
 // The local IPv4 address of a connected socket (the interface that reaches its peer).
 std::string local_address(int fd);
+// "ip:port" of the other end of a connected socket.
+std::string peer_address(int fd);
 // Connects to host:port, retrying refused connections until `deadline`.
 int connect_tcp(const std::string& host, int port, Clock::time_point deadline,
                 const std::string& what);

@@ -1,148 +1,48 @@
-// TcpStore: client and server of the rendezvous key-value store.
-//
-// Protocol (one request, then one reply, per round trip):
-//   request: command u8 | key length u32 | key | value length u64 | value | argument i64
-//   reply:   found u8   | value length u64 | value
-// The server runs one thread per client over a map guarded by a mutex; `get` waits on a
-// condition variable up to the timeout the client sent (argument, in ms), so many ranks can
-// block on keys at once.
+// TcpStore: the client of the rendezvous store (protocol: store_wire.h; server:
+// store_server.cpp). One connection per client, one request at a time on it.
 #include "dist/store.h"
 
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <map>
-#include <thread>
+#include <cstdlib>
 
 #include "dist/socket.h"
+#include "dist/store_server.h"
+#include "dist/store_wire.h"
 
 namespace rg::dist {
 
+using namespace store_wire;
+
 namespace {
-enum Command : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
+
 constexpr Milliseconds kIoMargin{5000};  // network slack beyond a request's own timeout
 
 std::string seconds(Milliseconds ms) { return str(ms.count() / 1000.0, " s"); }
+
+// The interface the server listens on: MASTER_ADDR's, unless RG_DIST_BIND_ADDR says otherwise.
+std::string bind_address(const std::string& host) {
+  const char* s = std::getenv("RG_DIST_BIND_ADDR");
+  return s && *s ? s : host;
+}
+
 }  // namespace
 
-class StoreServer {
- public:
-  explicit StoreServer(int port) {
-    listen_fd_ = net::listen_tcp("", port, 1024, "store server");
-    port_ = net::local_port(listen_fd_);
-    accept_thread_ = std::thread([this] { accept_loop(); });
-  }
-
-  ~StoreServer() {
-    stopping_ = true;
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    accept_thread_.join();
-    ::close(listen_fd_);
-    {
-      std::lock_guard lock(mu_);
-      for (int fd : client_fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    cv_.notify_all();
-    for (auto& t : client_threads_) t.join();
-    for (int fd : client_fds_) ::close(fd);
-  }
-
-  int port() const { return port_; }
-
- private:
-  void accept_loop() {
-    while (!stopping_) {
-      int fd = net::accept_tcp(listen_fd_, Clock::now() + Milliseconds(100));
-      if (fd < 0) continue;
-      std::lock_guard lock(mu_);
-      if (stopping_) {
-        ::close(fd);
-        break;
-      }
-      client_fds_.push_back(fd);
-      client_threads_.emplace_back([this, fd] { serve(fd); });
-    }
-  }
-
-  void serve(int fd) {
-    const auto forever = [] { return Clock::now() + std::chrono::hours(24 * 365); };
-    try {
-      while (!stopping_) {
-        uint8_t command;
-        uint32_t key_len;
-        uint64_t value_len;
-        int64_t argument;
-        net::read_all(fd, &command, 1, forever(), "store server");
-        net::read_all(fd, &key_len, 4, forever(), "store server");
-        std::string key(key_len, '\0');
-        net::read_all(fd, key.data(), key_len, forever(), "store server");
-        net::read_all(fd, &value_len, 8, forever(), "store server");
-        std::string value(value_len, '\0');
-        net::read_all(fd, value.data(), value_len, forever(), "store server");
-        net::read_all(fd, &argument, 8, forever(), "store server");
-        auto [found, reply] = execute(command, key, std::move(value), argument);
-        uint8_t found_byte = found;
-        uint64_t reply_len = reply.size();
-        auto deadline = Clock::now() + kIoMargin;
-        net::write_all(fd, &found_byte, 1, deadline, "store server");
-        net::write_all(fd, &reply_len, 8, deadline, "store server");
-        net::write_all(fd, reply.data(), reply.size(), deadline, "store server");
-      }
-    } catch (const Error&) {
-      // The client went away (or we are stopping): this connection is done.
-    }
-  }
-
-  std::pair<bool, std::string> execute(uint8_t command, const std::string& key, std::string value,
-                                       int64_t argument) {
-    std::unique_lock lock(mu_);
-    switch (command) {
-      case kSet:
-        data_[key] = std::move(value);
-        cv_.notify_all();
-        return {true, ""};
-      case kGet: {
-        bool found = cv_.wait_for(lock, Milliseconds(argument),
-                                  [&] { return stopping_ || data_.count(key) > 0; });
-        if (!found || !data_.count(key)) return {false, ""};
-        return {true, data_[key]};
-      }
-      case kAdd: {
-        int64_t current = data_.count(key) ? std::stoll(data_[key]) : 0;
-        current += argument;
-        data_[key] = std::to_string(current);
-        cv_.notify_all();
-        return {true, data_[key]};
-      }
-      case kCheck:
-        return {data_.count(key) > 0, ""};
-    }
-    return {false, "unknown command"};
-  }
-
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::thread accept_thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> data_;
-  std::vector<int> client_fds_;
-  std::vector<std::thread> client_threads_;
-};
-
-TcpStore::TcpStore(const std::string& host, int port, bool serve, Milliseconds timeout)
-    : host_(host), port_(port), timeout_(timeout) {
+TcpStore::TcpStore(const std::string& host, int port, bool serve, Milliseconds timeout,
+                   std::string job_token)
+    : host_(host), port_(port), timeout_(clamp_wait(timeout.count())) {
+  RG_CHECK(job_token.size() <= kMaxJobTokenBytes, "store: a job token of ", job_token.size(),
+           " bytes (at most ", kMaxJobTokenBytes, ")");
   if (serve) {
-    server_ = std::make_unique<StoreServer>(port);
+    server_ = std::make_unique<StoreServer>(bind_address(host), port, job_token);
     port_ = server_->port();
   }
-  fd_ = net::connect_tcp(host_, port_, Clock::now() + timeout_,
-                         str("store at ", host_, ":", port_,
-                             " (MASTER_ADDR:MASTER_PORT; is rank "
-                             "0 running?)"));
+  try {
+    connect(job_token);
+  } catch (...) {
+    if (fd_ >= 0) ::close(fd_);
+    throw;
+  }
 }
 
 TcpStore::~TcpStore() {
@@ -150,29 +50,65 @@ TcpStore::~TcpStore() {
   server_.reset();
 }
 
+std::string TcpStore::where() const { return str("store at ", host_, ":", port_); }
+
+// Connects and presents the job token; the server answers with its verdict.
+void TcpStore::connect(const std::string& job_token) {
+  const auto deadline = Clock::now() + timeout_;
+  fd_ = net::connect_tcp(host_, port_, deadline,
+                         str(where(), " (MASTER_ADDR:MASTER_PORT; is rank 0 running?)"));
+  const std::string what = str(where(), ": hello");
+  uint32_t magic = kHelloMagic, token_len = job_token.size();
+  net::write_all(fd_, &magic, 4, deadline, what);
+  net::write_all(fd_, &token_len, 4, deadline, what);
+  net::write_all(fd_, job_token.data(), job_token.size(), deadline, what);
+  uint8_t accepted = 0;
+  uint32_t reason_len = 0;
+  net::read_all(fd_, &accepted, 1, deadline, what);
+  net::read_all(fd_, &reason_len, 4, deadline, what);
+  RG_CHECK(reason_len <= kMaxReasonBytes, what, ": malformed answer");
+  std::string reason(reason_len, '\0');
+  net::read_all(fd_, reason.data(), reason_len, deadline, what);
+  RG_CHECK(accepted == 1, where(), " refused this process: ", reason,
+           "; is another job using MASTER_PORT ", port_, "?");
+}
+
 std::string TcpStore::local_address() const { return net::local_address(fd_); }
 
-std::pair<bool, std::string> TcpStore::request(uint8_t command, const std::string& key,
-                                               const std::string& value, int64_t argument,
-                                               Milliseconds timeout) {
+Milliseconds TcpStore::effective(Milliseconds timeout) const {
+  return timeout.count() < 0 ? timeout_ : clamp_wait(timeout.count());
+}
+
+TcpStore::Reply TcpStore::request(uint8_t command, const std::string& key,
+                                  const std::string& value, int64_t argument,
+                                  Milliseconds timeout) {
+  RG_CHECK(key.size() <= kMaxKeyBytes, where(), ": key of ", key.size(), " bytes (at most ",
+           kMaxKeyBytes, ")");
+  RG_CHECK(value.size() <= kMaxValueBytes, where(), ", key '", key, "': value of ", value.size(),
+           " bytes (at most ", kMaxValueBytes, ")");
   std::lock_guard lock(mu_);
-  const std::string what = str("store at ", host_, ":", port_, ", key '", key, "'");
-  auto deadline = Clock::now() + timeout + kIoMargin;
+  const std::string what = str(where(), ", key '", key, "'");
+  const auto deadline = Clock::now() + timeout + kIoMargin;
   uint32_t key_len = key.size();
-  uint64_t value_len = value.size();
-  net::write_all(fd_, &command, 1, deadline, what);
-  net::write_all(fd_, &key_len, 4, deadline, what);
-  net::write_all(fd_, key.data(), key.size(), deadline, what);
-  net::write_all(fd_, &value_len, 8, deadline, what);
-  net::write_all(fd_, value.data(), value.size(), deadline, what);
-  net::write_all(fd_, &argument, 8, deadline, what);
-  uint8_t found;
-  uint64_t reply_len;
-  net::read_all(fd_, &found, 1, deadline, what);
-  net::read_all(fd_, &reply_len, 8, deadline, what);
-  std::string reply(reply_len, '\0');
-  net::read_all(fd_, reply.data(), reply_len, deadline, what);
-  return {found != 0, std::move(reply)};
+  uint64_t value_len = value.size(), reply_len = 0;
+  Reply reply{kMissing, ""};
+  try {
+    net::write_all(fd_, &command, 1, deadline, what);
+    net::write_all(fd_, &key_len, 4, deadline, what);
+    net::write_all(fd_, key.data(), key.size(), deadline, what);
+    net::write_all(fd_, &value_len, 8, deadline, what);
+    net::write_all(fd_, value.data(), value.size(), deadline, what);
+    net::write_all(fd_, &argument, 8, deadline, what);
+    net::read_all(fd_, &reply.status, 1, deadline, what);
+    net::read_all(fd_, &reply_len, 8, deadline, what);
+    RG_CHECK(reply_len <= kMaxReplyBytes, what, ": malformed reply of ", reply_len, " bytes");
+    reply.text.assign(reply_len, '\0');
+    net::read_all(fd_, reply.text.data(), reply_len, deadline, what);
+  } catch (const Error& e) {
+    RG_FAIL(e.what(), " (rank 0 hosts the store: is it stopped, hung or gone?)");
+  }
+  RG_CHECK(reply.status != kFailed, what, ": ", reply.text);
+  return reply;
 }
 
 void TcpStore::set(const std::string& key, const std::string& value, Milliseconds timeout) {
@@ -181,14 +117,20 @@ void TcpStore::set(const std::string& key, const std::string& value, Millisecond
 
 std::string TcpStore::get(const std::string& key, Milliseconds timeout) {
   timeout = effective(timeout);
-  auto [found, value] = request(kGet, key, "", timeout.count(), timeout);
-  RG_CHECK(found, "store at ", host_, ":", port_, ": timed out after ", seconds(timeout),
-           " waiting for key '", key, "'");
-  return value;
+  Reply reply = request(kGet, key, "", timeout.count(), timeout);
+  if (reply.status != kOk)
+    throw StoreTimeout(str(where(), ": timed out after ", seconds(timeout), " waiting for key '",
+                           key, "'"));
+  return reply.text;
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta, Milliseconds timeout) {
-  return std::stoll(request(kAdd, key, "", delta, effective(timeout)).second);
+  Reply reply = request(kAdd, key, "", delta, effective(timeout));
+  char* end = nullptr;
+  long long sum = std::strtoll(reply.text.c_str(), &end, 10);
+  RG_CHECK(!reply.text.empty() && *end == '\0', where(), ", key '", key,
+           "': malformed reply to add");
+  return sum;
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, Milliseconds timeout) {
@@ -199,6 +141,28 @@ void TcpStore::wait(const std::vector<std::string>& keys, Milliseconds timeout) 
   }
 }
 
-bool TcpStore::check(const std::string& key) { return request(kCheck, key, "", 0, timeout_).first; }
+std::pair<size_t, std::string> TcpStore::wait_any(const std::vector<std::string>& keys,
+                                                  Milliseconds timeout) {
+  timeout = effective(timeout);
+  std::string list;
+  for (const auto& key : keys) {
+    RG_CHECK(key.find('\n') == std::string::npos, where(), ": wait_any on key '", key,
+             "' with a newline");
+    list += (list.empty() ? "" : "\n") + key;
+  }
+  Reply reply = request(kWaitAny, keys.empty() ? "" : keys[0], list, timeout.count(), timeout);
+  if (reply.status != kOk)
+    throw StoreTimeout(str(where(), ": timed out after ", seconds(timeout), " waiting for key '",
+                           keys.empty() ? "" : keys.back(), "'"));
+  size_t newline = reply.text.find('\n');
+  size_t index = std::strtoul(reply.text.substr(0, newline).c_str(), nullptr, 10);
+  RG_CHECK(newline != std::string::npos && index < keys.size(), where(),
+           ": malformed reply to wait_any");
+  return {index, reply.text.substr(newline + 1)};
+}
+
+bool TcpStore::check(const std::string& key) {
+  return request(kCheck, key, "", 0, timeout_).status == kOk;
+}
 
 }  // namespace rg::dist

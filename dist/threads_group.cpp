@@ -4,6 +4,7 @@
 #include "dist/threads_group.h"
 
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "dist/message_group.h"
@@ -14,12 +15,22 @@ namespace {
 constexpr size_t kDataRingBytes = 1 << 20;
 constexpr size_t kControlRingBytes = 16 << 10;
 
+// Frees what aligned_bytes allocated.
+struct AlignedDelete {
+  void operator()(char* p) const { ::operator delete[](p, std::align_val_t(kRingAlignment)); }
+};
+
+std::unique_ptr<char[], AlignedDelete> aligned_bytes(size_t n) {
+  return std::unique_ptr<char[], AlignedDelete>(
+      static_cast<char*>(::operator new[](n, std::align_val_t(kRingAlignment))));
+}
+
 // The rings of one world; every stream holds it alive.
 struct World {
   explicit World(int n) : size(n), doorbells(new Doorbell[n]) {
     const size_t pair_bytes =
         RingBuffer::footprint(kDataRingBytes) + RingBuffer::footprint(kControlRingBytes);
-    memory.reset(new char[pair_bytes * n * n]);
+    memory = aligned_bytes(pair_bytes * n * n);
     for (int src = 0; src < n; ++src) {
       for (int dst = 0; dst < n; ++dst) {
         char* at = memory.get() + pair_bytes * (src * n + dst);
@@ -30,7 +41,7 @@ struct World {
     }
   }
   int size;
-  std::unique_ptr<char[]> memory;
+  std::unique_ptr<char[], AlignedDelete> memory;
   std::vector<RingBuffer*> data, control;  // [src * size + dst]
   std::unique_ptr<Doorbell[]> doorbells;   // [rank]
 };

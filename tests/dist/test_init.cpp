@@ -90,8 +90,37 @@ TEST_CASE("malformed or inconsistent variables are errors naming the variable") 
   CHECK_THROWS_WITH_AS(parse({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), doctest::Contains("RANK='x'"),
                        Error);
   CHECK_THROWS_WITH_AS(parse({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
-                       doctest::Contains("outside the world of size 2"), Error);
-  CHECK_THROWS_WITH_AS(parse({{"RANK", "0"}}), doctest::Contains("WORLD_SIZE is not set"), Error);
+                       doctest::Contains("RANK=2 is outside the world of WORLD_SIZE=2"), Error);
+  CHECK_THROWS_WITH_AS(parse({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}),
+                       doctest::Contains("SLURM_PROCID=4 is outside the world of SLURM_NTASKS=4"),
+                       Error);
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "0"}}),
+                       doctest::Contains("RANK=0 is set but WORLD_SIZE is not"), Error);
   CHECK_THROWS_WITH_AS(parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "99999"}}),
                        doctest::Contains("MASTER_PORT"), Error);
+}
+
+TEST_CASE("RANK without WORLD_SIZE (or the reverse) is an error, not a silent single process") {
+  CHECK_THROWS_WITH_AS(parse({{"RANK", "1"}}),
+                       doctest::Contains("RANK=1 is set but WORLD_SIZE is not"), Error);
+  CHECK_THROWS_WITH_AS(parse({{"WORLD_SIZE", "3"}}),
+                       doctest::Contains("WORLD_SIZE=3 is set but RANK is not"), Error);
+}
+
+TEST_CASE("the job token comes from RG_JOB_TOKEN, else Slurm's or Open MPI's job id") {
+  auto token = [](const std::map<std::string, std::string>& vars) {
+    return job_token_from_env([&](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    });
+  };
+  CHECK(token({{"RG_JOB_TOKEN", "abc"}, {"SLURM_JOB_ID", "7"}}) == "abc");
+  CHECK(token({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "2"}}) == "slurm:7.2");
+  CHECK(token({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "3"}}) !=
+        token({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "2"}}));
+  CHECK(token({{"OMPI_MCA_ess_base_jobid", "123"}}) == "ompi:123");
+  CHECK(token({{"PMIX_NAMESPACE", "prterun-x-1@1"}}) == "pmix:prterun-x-1@1");
+  CHECK(token({}) == kDefaultJobToken);
+  CHECK_THROWS_WITH_AS(token({{"RG_JOB_TOKEN", std::string(300, 'x')}}),
+                       doctest::Contains("RG_JOB_TOKEN"), Error);
 }

@@ -14,8 +14,9 @@
 //
 // Failures: a timeout, a peer whose process is gone while something is pending with it, or a
 // mismatched envelope fails the group. The first failure is final; it is written to every
-// peer's control stream so that each one reports the original cause (and the rank at fault)
-// rather than its own secondary timeout.
+// peer's control stream, and passed on once by each rank that receives it, so that each one
+// reports the original cause (and the rank at fault) rather than its own secondary timeout or
+// the departure of a rank that left because of it.
 #include "dist/message_group.h"
 
 #include <poll.h>
@@ -413,8 +414,10 @@ class Engine {
       std::string text(p.control_in.data() + sizeof(h), h.nbytes);
       p.control_in.erase(p.control_in.begin(), p.control_in.begin() + sizeof(h) + h.nbytes);
       if (h.magic != kMagic) continue;
+      // A report is passed on (once: only the first failure counts), so a rank that hears of
+      // the failure late, or first sees the reporter go, still learns the original cause.
       if (h.type == kAbort)
-        fail_locked(str("rank ", rank_, ": rank ", peer, " failed: ", text), false);
+        fail_locked(str("rank ", rank_, ": rank ", peer, " failed: ", text), true, text);
       if (h.type == kProbe) {
         send_control(p, kProbeReply,
                      waiting_ ? str("waiting for rank ", waiting_->peer,
@@ -463,7 +466,8 @@ class Engine {
     op.keep = Tensor();
   }
 
-  void fail_locked(const std::string& reason, bool tell_peers) {
+  // `report` is what peers are told (default: `reason`).
+  void fail_locked(const std::string& reason, bool tell_peers, const std::string& report = "") {
     if (!failure_.empty()) return;
     failure_ = reason;
     for (auto& p : peers_) {
@@ -479,7 +483,7 @@ class Engine {
       p.sends.clear();
       p.recvs.clear();
       p.in_op.reset();
-      if (tell_peers) send_control(p, kAbort, reason);
+      if (tell_peers) send_control(p, kAbort, report.empty() ? reason : report);
     }
   }
 

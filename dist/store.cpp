@@ -41,6 +41,7 @@ TcpStore::TcpStore(const std::string& host, int port, bool serve, Milliseconds t
     connect(job_token);
   } catch (...) {
     if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
     throw;
   }
 }
@@ -59,16 +60,21 @@ void TcpStore::connect(const std::string& job_token) {
                          str(where(), " (MASTER_ADDR:MASTER_PORT; is rank 0 running?)"));
   const std::string what = str(where(), ": hello");
   uint32_t magic = kHelloMagic, token_len = job_token.size();
-  net::write_all(fd_, &magic, 4, deadline, what);
-  net::write_all(fd_, &token_len, 4, deadline, what);
-  net::write_all(fd_, job_token.data(), job_token.size(), deadline, what);
   uint8_t accepted = 0;
   uint32_t reason_len = 0;
-  net::read_all(fd_, &accepted, 1, deadline, what);
-  net::read_all(fd_, &reason_len, 4, deadline, what);
-  RG_CHECK(reason_len <= kMaxReasonBytes, what, ": malformed answer");
-  std::string reason(reason_len, '\0');
-  net::read_all(fd_, reason.data(), reason_len, deadline, what);
+  std::string reason;
+  try {
+    net::write_all(fd_, &magic, 4, deadline, what);
+    net::write_all(fd_, &token_len, 4, deadline, what);
+    net::write_all(fd_, job_token.data(), job_token.size(), deadline, what);
+    net::read_all(fd_, &accepted, 1, deadline, what);
+    net::read_all(fd_, &reason_len, 4, deadline, what);
+    RG_CHECK(reason_len <= kMaxReasonBytes, what, ": malformed answer");
+    reason.assign(reason_len, '\0');
+    net::read_all(fd_, reason.data(), reason_len, deadline, what);
+  } catch (const Error& e) {
+    RG_FAIL(e.what(), " (rank 0 hosts the store: is it stopped, hung or gone?)");
+  }
   RG_CHECK(accepted == 1, where(), " refused this process: ", reason,
            "; is another job using MASTER_PORT ", port_, "?");
 }

@@ -1,6 +1,7 @@
 // Runs test ranks as forked processes: each child runs fn(rank); an exception becomes exit
 // status 1 with its message sent back through a pipe. The parent kills every child still
-// running after `limit`, so a hung test fails instead of hanging.
+// running after `limit`, so a hung test fails instead of hanging, or as soon as every rank
+// of `must_finish` (when given) has ended: for tests that leave a rank stopped or hung.
 #pragma once
 #include <fcntl.h>
 #include <poll.h>
@@ -20,10 +21,12 @@ struct ChildResult {
   int status = -1;      // exit code, or -1 if killed
   bool killed = false;  // still running at the limit
   std::string message;  // what() of the exception that ended it, if any
+  pid_t pid = 0;
 };
 
 inline std::vector<ChildResult> run_processes(int n, const std::function<void(int)>& fn,
-                                              std::chrono::milliseconds limit) {
+                                              std::chrono::milliseconds limit,
+                                              const std::vector<int>& must_finish = {}) {
   std::vector<pid_t> pids(n);
   std::vector<int> pipes(n);
   for (int r = 0; r < n; ++r) {
@@ -48,7 +51,14 @@ inline std::vector<ChildResult> run_processes(int n, const std::function<void(in
     pipes[r] = fds[0];
   }
   std::vector<ChildResult> results(n);
+  for (int r = 0; r < n; ++r) results[r].pid = pids[r];
   std::vector<bool> done(n, false);
+  auto finished = [&] {
+    if (must_finish.empty()) return false;
+    for (int r : must_finish)
+      if (!done[r]) return false;
+    return true;
+  };
   auto drain = [&](int r) {
     char buf[4096];
     ssize_t k;
@@ -69,7 +79,7 @@ inline std::vector<ChildResult> run_processes(int n, const std::function<void(in
       }
     }
     if (remaining == 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (std::chrono::steady_clock::now() > deadline || finished()) {
       for (int r = 0; r < n; ++r) {
         if (done[r]) continue;
         kill(pids[r], SIGKILL);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "dist/store.h"
@@ -230,5 +231,53 @@ TEST_CASE("a mismatched collective across processes is reported on every rank") 
     INFO(results[r].message);
     CHECK(results[r].status == 1);
     CHECK(results[r].message.find("mismatched collectives") != std::string::npos);
+  }
+}
+
+namespace {
+
+// Entries of /dev/shm that one of these processes could have created.
+std::vector<std::string> shm_files_of(const std::vector<ChildResult>& results) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    for (const auto& r : results)
+      if (name.find(str("-", r.pid, "-")) != std::string::npos) found.push_back(name);
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("tcp shared-memory rings of any RG_DIST_SHM_BYTES work and leave nothing in /dev/shm") {
+  for (const char* bytes : {"1", "8", "63", "100"}) {
+    CAPTURE(bytes);
+    setenv("RG_DIST_SHM_BYTES", bytes, 1);
+    auto results = run_tcp(3, [](ProcessGroup& pg) {
+      for (int64_t length : {int64_t(0), int64_t(1), int64_t(63), int64_t(1000), int64_t(100'003)}) {
+        Tensor t = make_input(DType::f32, length, pg.rank());
+        pg.allreduce(t)->wait();
+        std::string problem = check_reduction(t, ReduceOp::sum, pg.size());
+        RG_CHECK(problem.empty(), problem);
+      }
+    });
+    unsetenv("RG_DIST_SHM_BYTES");
+    expect_success(results);
+    CHECK(shm_files_of(results).empty());
+  }
+}
+
+TEST_CASE("a bad RG_DIST_SHM_BYTES fails every rank at once, naming the variable and value") {
+  for (const char* bytes : {"abc", "0"}) {
+    CAPTURE(bytes);
+    setenv("RG_DIST_SHM_BYTES", bytes, 1);
+    auto results = run_tcp(2, [](ProcessGroup&) {}, {}, true, std::chrono::seconds(60));
+    unsetenv("RG_DIST_SHM_BYTES");
+    for (const auto& r : results) {
+      INFO(r.message);
+      CHECK(!r.killed);
+      CHECK(r.status == 1);
+      CHECK(r.message.find(str("RG_DIST_SHM_BYTES='", bytes, "'")) != std::string::npos);
+    }
   }
 }

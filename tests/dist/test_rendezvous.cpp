@@ -1,0 +1,232 @@
+// Launch mistakes and faults around the tcp backend's rendezvous, with ranks as forked
+// processes: duplicate ranks and world sizes that disagree are reported at once (the group
+// timeout is far longer than the test's limit, so a test that passes did not wait for it);
+// jobs with different tokens never pair; silent connections do not stall the set-up; and a
+// stopped rank is named by the others.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sstream>
+#include <thread>
+
+#include "dist/store.h"
+#include "dist/tcp_group.h"
+#include "tests/dist/dist_test_util.h"
+#include "tests/dist/process_util.h"
+
+using namespace rg;
+using namespace rg::dist;
+using namespace rg::dist::test;
+
+namespace {
+
+constexpr auto kLimit = std::chrono::seconds(45);
+
+Options long_timeout() {
+  Options options;
+  options.timeout = Milliseconds(120'000);  // far beyond kLimit: must not be what ends a wait
+  return options;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Child `i` joins a tcp group as rank ranks[i] of a world of sizes[i], through a store this
+// process hosts, and all-reduces once.
+std::vector<ChildResult> launch(const std::vector<int>& ranks, const std::vector<int>& sizes) {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server.port();
+  return run_processes(
+      static_cast<int>(ranks.size()),
+      [&](int i) {
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, long_timeout().timeout);
+        auto pg = make_tcp_group(store, ranks[i], sizes[i], long_timeout());
+        Tensor t = make_input(DType::f32, 10, pg->rank());
+        pg->allreduce(t)->wait();
+      },
+      kLimit);
+}
+
+}  // namespace
+
+TEST_CASE("ranks that disagree on the world size all fail at rendezvous, naming both sizes") {
+  auto results = launch({0, 1, 2}, {2, 3, 3});
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO("process ", i, ": ", results[i].message);
+    CHECK(!results[i].killed);
+    CHECK(results[i].status == 1);
+    CHECK(contains(results[i].message, "world size mismatch"));
+    CHECK(contains(results[i].message, "WORLD_SIZE=2"));
+    CHECK(contains(results[i].message, "WORLD_SIZE=3"));
+  }
+}
+
+TEST_CASE("two processes with the same rank all fail at rendezvous, naming the rank") {
+  auto results = launch({0, 1, 1}, {3, 3, 3});
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO("process ", i, ": ", results[i].message);
+    CHECK(!results[i].killed);
+    CHECK(results[i].status == 1);
+    CHECK(contains(results[i].message, "two processes were started as rank 1"));
+  }
+}
+
+TEST_CASE("two jobs started on one port at once never pair ranks across jobs") {
+  for (int trial = 0; trial < 4; ++trial) {
+    CAPTURE(trial);
+    const int port = free_port();
+    // Processes 0, 1: job 1's ranks 0 and 1; processes 2, 3: job 2's.
+    auto results = run_processes(
+        4,
+        [&](int i) {
+          const int job = 1 + i / 2, rank = i % 2;
+          Options options;
+          options.timeout = Milliseconds(20'000);
+          options.job_token = str("job-", job, "-trial-", trial);
+          auto store = std::make_shared<TcpStore>("127.0.0.1", port, rank == 0, options.timeout,
+                                                  options.job_token);
+          auto pg = make_tcp_group(store, rank, 2, options);
+          Tensor t = empty({1}, DType::i64);
+          *t.data<int64_t>() = job;
+          pg->allreduce(t)->wait();
+          RG_CHECK(*t.data<int64_t>() == 2 * job, "paired across jobs: sum ", *t.data<int64_t>());
+        },
+        kLimit);
+    int jobs_succeeded = 0;
+    for (int job = 0; job < 2; ++job) {
+      const ChildResult& r0 = results[2 * job];
+      const ChildResult& r1 = results[2 * job + 1];
+      jobs_succeeded += r0.status == 0 && r1.status == 0;
+      for (const ChildResult* r : {&r0, &r1}) {
+        INFO("job ", job + 1, ": ", r->message);
+        CHECK(!r->killed);
+        CHECK(!contains(r->message, "paired across jobs"));
+        // The causes a rank of the losing job can see: the other job's store or rank refused
+        // it, its port was taken, or its own rank 0 (which lost the port) never served.
+        if (r->status != 0)
+          CHECK((contains(r->message, "job token mismatch") ||
+                 contains(r->message, "Address already in use") ||
+                 contains(r->message, "is rank 0 running?")));
+      }
+    }
+    CHECK(jobs_succeeded <= 1);
+  }
+}
+
+TEST_CASE("a peer link presenting another job's token is refused, naming the cause") {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server.port();
+  auto results = run_processes(
+      2,
+      [&](int rank) {
+        Options options;
+        options.timeout = Milliseconds(3000);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        if (rank == 1) options.job_token = "a-stranger's-token";
+        make_tcp_group(store, rank, 2, options);
+      },
+      kLimit);
+  INFO("rank 0: ", results[0].message);
+  INFO("rank 1: ", results[1].message);
+  CHECK(results[1].status == 1);
+  CHECK(contains(results[1].message, "refused: job token mismatch"));
+  CHECK(results[0].status == 1);  // never paired with the stranger
+  CHECK(contains(results[0].message, "rank(s) 1 did not connect"));
+}
+
+TEST_CASE("a silent connection to a rank's port does not stall the set-up") {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server.port();
+  std::thread intruder([&] {
+    // Connects to rank 0's peer port as soon as it is published, and says nothing.
+    std::istringstream addr(server.get("tcp/addr/0", Milliseconds(20'000)));
+    std::string ip;
+    int peer_port = 0;
+    addr >> ip >> peer_port;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(peer_port));
+    inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    ::close(fd);
+  });
+  auto results = run_processes(
+      3,
+      [&](int rank) {
+        // The others come late, so the silent connection is the first rank 0 accepts.
+        if (rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, long_timeout().timeout);
+        auto pg = make_tcp_group(store, rank, 3, long_timeout());
+        Tensor t = make_input(DType::f32, 10, rank);
+        pg->allreduce(t)->wait();
+      },
+      std::chrono::seconds(25));
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank ", r, ": ", results[r].message);
+    CHECK(results[r].status == 0);
+    CHECK(!results[r].killed);
+  }
+  intruder.detach();  // it sleeps on; the process outlives this test
+}
+
+TEST_CASE("a rank stopped mid-collective is named by the ranks that wait for it") {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server.port();
+  Options options;
+  options.timeout = Milliseconds(2000);
+  auto results = run_processes(
+      3,
+      [&](int rank) {
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, 3, options);
+        Tensor t = make_input(DType::f32, 1000, rank);
+        pg->allreduce(t)->wait();
+        if (rank == 0) raise(SIGSTOP);  // alive but silent; killed by the harness
+        pg->allreduce(t)->wait();
+      },
+      kLimit, /*must_finish=*/{1, 2});
+  for (int r : {1, 2}) {
+    INFO("rank ", r, ": ", results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(contains(results[r].message, "rank 0 does not answer"));
+  }
+}
+
+TEST_CASE("a stopped rank 0 during rendezvous is named: it hosts the store") {
+  const int port = free_port();
+  auto results = run_processes(
+      3,
+      [&](int rank) {
+        Milliseconds timeout(2000);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, rank == 0, Milliseconds(8000));
+        if (rank == 0) raise(SIGSTOP);
+        Options options;
+        options.timeout = timeout;
+        make_tcp_group(store, rank, 3, options);
+      },
+      kLimit, /*must_finish=*/{1, 2});
+  for (int r : {1, 2}) {
+    INFO("rank ", r, ": ", results[r].message);
+    CHECK(results[r].status == 1);
+    CHECK(contains(results[r].message, "rank 0 hosts the store"));
+  }
+}

@@ -1,0 +1,123 @@
+// Shared rings and the message engine's view of a peer that goes away: ring memory must be
+// aligned (the fresh-clone crash of issue 10), ring sizes from the environment are validated,
+// and a peer that closes in order after its last send is not a failure (issue 10, item 11).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <new>
+
+#include "dist/byte_stream.h"
+#include "dist/message_group.h"
+#include "dist/shared_rings.h"
+#include "tests/dist/dist_test_util.h"
+
+using namespace rg;
+using namespace rg::dist;
+using namespace rg::dist::test;
+
+TEST_CASE("RingBuffer::create refuses memory that is not 64-byte aligned") {
+  void* block = ::operator new(4096, std::align_val_t(kRingAlignment));
+  char* base = static_cast<char*>(block);
+  for (size_t offset : {size_t(1), size_t(8), size_t(16), size_t(32), size_t(63)}) {
+    CAPTURE(offset);
+    CHECK_THROWS_WITH_AS(RingBuffer::create(base + offset, 64),
+                         doctest::Contains("is not 64-byte aligned"), Error);
+  }
+  RingBuffer* ring = RingBuffer::create(base, 100);
+  CHECK(ring->capacity == 100);
+  CHECK(reinterpret_cast<uintptr_t>(ring) % kRingAlignment == 0);
+  ::operator delete(block, std::align_val_t(kRingAlignment));
+}
+
+TEST_CASE("ring footprints keep rings laid end to end aligned, whatever the capacity") {
+  for (size_t capacity : {size_t(1), size_t(8), size_t(63), size_t(64), size_t(100)}) {
+    CAPTURE(capacity);
+    CHECK(RingBuffer::footprint(capacity) % kRingAlignment == 0);
+    CHECK(RingBuffer::footprint(capacity) >= sizeof(RingBuffer) + capacity);
+  }
+}
+
+TEST_CASE("RG_DIST_SHM_BYTES is validated, named in errors, and rounded up to 64") {
+  CHECK(shm_ring_bytes(nullptr) == 4u << 20);
+  CHECK(shm_ring_bytes("") == 4u << 20);
+  CHECK(shm_ring_bytes("1") == 64);
+  CHECK(shm_ring_bytes("8") == 64);
+  CHECK(shm_ring_bytes("63") == 64);
+  CHECK(shm_ring_bytes("64") == 64);
+  CHECK(shm_ring_bytes("100") == 128);
+  for (const char* bad : {"abc", "0", "-5", "12abc", " 64", "99999999999999999999999", "2000000000"}) {
+    CAPTURE(bad);
+    const std::string named = str("RG_DIST_SHM_BYTES='", bad, "'");
+    CHECK_THROWS_WITH_AS(shm_ring_bytes(bad), doctest::Contains(named.c_str()), Error);
+  }
+}
+
+namespace {
+
+// Models the moment that raced: the peer's last message lands in the data stream, and the peer
+// closes, between this rank's read of the data stream and its read of the control stream.
+// The data stream shows nothing until the control stream has reported the peer gone.
+struct Gate {
+  std::atomic<bool> peer_gone{false};
+};
+
+class DataShownAfterClose : public ByteStream {
+ public:
+  DataShownAfterClose(std::unique_ptr<ByteStream> inner, std::shared_ptr<Gate> gate)
+      : inner_(std::move(inner)), gate_(std::move(gate)) {}
+  size_t write_some(const void* data, size_t n) override { return inner_->write_some(data, n); }
+  size_t read_some(void* data, size_t n) override {
+    return gate_->peer_gone ? inner_->read_some(data, n) : 0;
+  }
+  void close() override { inner_->close(); }
+
+ private:
+  std::unique_ptr<ByteStream> inner_;
+  std::shared_ptr<Gate> gate_;
+};
+
+class GoneControl : public ByteStream {
+ public:
+  explicit GoneControl(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+  size_t write_some(const void*, size_t) override { throw PeerClosed{}; }
+  size_t read_some(void*, size_t) override {
+    gate_->peer_gone = true;
+    throw PeerClosed{};
+  }
+  void close() override {}
+
+ private:
+  std::shared_ptr<Gate> gate_;
+};
+
+}  // namespace
+
+TEST_CASE("a peer that closes right after its last send is not a failure") {
+  constexpr size_t kCapacity = 1 << 16;
+  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
+  std::shared_ptr<char> memory(
+      static_cast<char*>(::operator new[](4 * ring_bytes, std::align_val_t(kRingAlignment))),
+      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
+  RingBuffer* ring[4];
+  for (int i = 0; i < 4; ++i) ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
+  // ring 0: data 0 -> 1, ring 1: data 1 -> 0, ring 2: control 0 -> 1, ring 3: control 1 -> 0.
+  std::vector<PeerLink> links0(2), links1(2);
+  links0[1].data = make_ring_stream(ring[0], ring[1], nullptr, memory);
+  links0[1].control = make_ring_stream(ring[2], ring[3], nullptr, memory);
+  auto gate = std::make_shared<Gate>();
+  links1[0].data = std::make_unique<DataShownAfterClose>(
+      make_ring_stream(ring[1], ring[0], nullptr, memory), gate);
+  links1[0].control = std::make_unique<GoneControl>(gate);
+  Options options;
+  options.timeout = Milliseconds(60'000);  // a failure must come from the close, not a timeout
+  auto sender = make_message_group("test", 0, 2, options, std::move(links0), nullptr);
+  auto receiver = make_message_group("test", 1, 2, options, std::move(links1), nullptr);
+
+  Tensor sent = make_input(DType::f64, 4, 0);
+  sender->send(sent, 1)->wait();  // complete once in the ring
+  Tensor got = empty({4}, DType::f64);
+  CHECK_NOTHROW(receiver->recv(got, 0)->wait());
+  CHECK(bytes_of(got) == bytes_of(sent));
+  CHECK(gate->peer_gone);  // the race was really played
+}

@@ -44,8 +44,9 @@ void Doorbell::wait(uint32_t seen, std::chrono::microseconds max) {
 }
 
 RingBuffer* RingBuffer::create(void* memory, size_t capacity) {
-  RG_CHECK(reinterpret_cast<uintptr_t>(memory) % kRingAlignment == 0, "RingBuffer::create: memory at ",
-           memory, " is not ", kRingAlignment, "-byte aligned (rings need an aligned allocation)");
+  RG_CHECK(reinterpret_cast<uintptr_t>(memory) % kRingAlignment == 0,
+           "RingBuffer::create: memory at ", memory, " is not ", kRingAlignment,
+           "-byte aligned (rings need an aligned allocation)");
   RG_CHECK(capacity > 0, "RingBuffer::create: a ring needs a capacity of at least one byte");
   auto* ring = new (memory) RingBuffer();
   ring->capacity = capacity;

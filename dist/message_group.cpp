@@ -229,7 +229,8 @@ class Engine {
       const Peer& p = peers_[op.peer];
       why = p.probe == Peer::Probe::asked ? str("; rank ", op.peer,
                                                 " does not answer (exited, "
-                                                "hung, or not calling into the process group)")
+                                                "stopped, hung, or not calling into the process "
+                                                "group)")
             : p.probe == Peer::Probe::idle
                 ? str("; rank ", op.peer, " is alive but not in this operation")
                 : str("; rank ", op.peer, " is ", p.probe_reply);
@@ -271,7 +272,8 @@ class Engine {
       } catch (const PeerClosed&) {
         p.gone = true;
       }
-      if (p.gone && !moved_here && p.busy() && failure_.empty()) moved_here = read_last_words(peer, p);
+      if (p.gone && !moved_here && p.busy() && failure_.empty())
+        moved_here = read_last_words(peer, p);
       if (p.gone && !moved_here && p.busy() && failure_.empty()) {
         const MessageOp& op = p.in_op           ? *p.in_op
                               : p.sends.empty() ? *p.recvs.front()

@@ -77,7 +77,8 @@ std::shared_ptr<void> open_peer_file(long pid, int fd, size_t bytes, std::string
   return mapping;
 }
 
-void send_text(int fd, const std::string& text, Clock::time_point deadline, const std::string& what) {
+void send_text(int fd, const std::string& text, Clock::time_point deadline,
+               const std::string& what) {
   uint32_t len = text.size();
   net::write_all(fd, &len, 4, deadline, what);
   net::write_all(fd, text.data(), len, deadline, what);
@@ -107,8 +108,10 @@ size_t shm_ring_bytes(const char* text) {
   unsigned long long bytes = std::strtoull(s.c_str(), &end, 10);
   RG_CHECK(s.find_first_not_of("0123456789") == std::string::npos && errno == 0 && bytes >= 1 &&
                bytes <= kMaxRingBytes,
-           "RG_DIST_SHM_BYTES='", s, "': expected the size of a shared-memory ring in bytes, from 1 "
-           "to ", kMaxRingBytes, " (default ", kDefaultRingBytes,
+           "RG_DIST_SHM_BYTES='", s,
+           "': expected the size of a shared-memory ring in bytes, from 1 "
+           "to ",
+           kMaxRingBytes, " (default ", kDefaultRingBytes,
            "; RG_DIST_SHM=0 turns shared memory off)");
   return (bytes + kRingAlignment - 1) / kRingAlignment * kRingAlignment;
 }
@@ -154,7 +157,8 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
       out.capacity[q] = their_capacity;
       out.segment[q] =
           open_peer_file(their_pid, ring_fd, 2 * RingBuffer::footprint(their_capacity), why);
-      if (out.segment[q]) out.peer_bell[q] = open_peer_file(their_pid, bell_fd, sizeof(Doorbell), why);
+      if (out.segment[q])
+        out.peer_bell[q] = open_peer_file(their_pid, bell_fd, sizeof(Doorbell), why);
       if (!out.peer_bell[q]) out.segment[q].reset();
     }
     if (!why.empty()) warn_fallback(me, q, why);

@@ -85,9 +85,8 @@ Milliseconds TcpStore::effective(Milliseconds timeout) const {
   return timeout.count() < 0 ? timeout_ : clamp_wait(timeout.count());
 }
 
-TcpStore::Reply TcpStore::request(uint8_t command, const std::string& key,
-                                  const std::string& value, int64_t argument,
-                                  Milliseconds timeout) {
+TcpStore::Reply TcpStore::request(uint8_t command, const std::string& key, const std::string& value,
+                                  int64_t argument, Milliseconds timeout) {
   RG_CHECK(key.size() <= kMaxKeyBytes, where(), ": key of ", key.size(), " bytes (at most ",
            kMaxKeyBytes, ")");
   RG_CHECK(value.size() <= kMaxValueBytes, where(), ", key '", key, "': value of ", value.size(),
@@ -125,8 +124,8 @@ std::string TcpStore::get(const std::string& key, Milliseconds timeout) {
   timeout = effective(timeout);
   Reply reply = request(kGet, key, "", timeout.count(), timeout);
   if (reply.status != kOk)
-    throw StoreTimeout(str(where(), ": timed out after ", seconds(timeout), " waiting for key '",
-                           key, "'"));
+    throw StoreTimeout(
+        str(where(), ": timed out after ", seconds(timeout), " waiting for key '", key, "'"));
   return reply.text;
 }
 

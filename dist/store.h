@@ -78,8 +78,8 @@ class TcpStore : public Store {
   };
   void connect(const std::string& job_token);
   // Sends one request and reads the reply; a kFailed reply throws its text.
-  Reply request(uint8_t command, const std::string& key, const std::string& value,
-                int64_t argument, Milliseconds timeout);
+  Reply request(uint8_t command, const std::string& key, const std::string& value, int64_t argument,
+                Milliseconds timeout);
   Milliseconds effective(Milliseconds timeout) const;
   std::string where() const;
 

@@ -97,7 +97,8 @@ struct StoreServer::State {
   Reply execute(const Request& request);
   Reply set(const std::string& key, const std::string& value);
   Reply add(const std::string& key, int64_t delta);
-  Reply wait_any(std::vector<std::string> keys, int64_t wait_ms, std::unique_lock<std::mutex>& lock);
+  Reply wait_any(std::vector<std::string> keys, int64_t wait_ms,
+                 std::unique_lock<std::mutex>& lock);
   void log(const Connection& c, const std::string& why) {
     std::fprintf(stderr, "ringgrad store: closing the connection from %s: %s\n", c.peer.c_str(),
                  why.c_str());
@@ -192,7 +193,8 @@ void StoreServer::State::greet(Connection& c) {
   net::read_all(c.fd, their_token.data(), token_len, deadline, "hello");
   const bool accepted = their_token == token;
   const std::string reason =
-      accepted ? "" : "job token mismatch: this store belongs to another job (RG_JOB_TOKEN differs)";
+      accepted ? ""
+               : "job token mismatch: this store belongs to another job (RG_JOB_TOKEN differs)";
   uint8_t verdict = accepted;
   uint32_t reason_len = reason.size();
   net::write_all(c.fd, &verdict, 1, deadline, "hello");

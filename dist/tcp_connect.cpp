@@ -99,7 +99,11 @@ class Acceptor {
  public:
   Acceptor(PeerSockets& sockets, int listen_fd, int rank, int size, const std::string& token,
            const std::string& me)
-      : sockets_(sockets), listen_fd_(listen_fd), rank_(rank), size_(size), token_(token),
+      : sockets_(sockets),
+        listen_fd_(listen_fd),
+        rank_(rank),
+        size_(size),
+        token_(token),
         me_(me) {}
   ~Acceptor() {
     for (auto& p : pending_) ::close(p.fd);
@@ -125,8 +129,7 @@ class Acceptor {
  private:
   int missing() const {
     int n = 0;
-    for (int q = rank_ + 1; q < size_; ++q)
-      n += (sockets_.data[q] < 0) + (sockets_.control[q] < 0);
+    for (int q = rank_ + 1; q < size_; ++q) n += (sockets_.data[q] < 0) + (sockets_.control[q] < 0);
     return n;
   }
 

@@ -89,7 +89,8 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   if (auto* tcp_store = dynamic_cast<TcpStore*>(store.get())) mine.ip = tcp_store->local_address();
   ScopedFd listener{net::listen_tcp(mine.ip, 0, 2 * size + 8, me)};
   mine.port = net::local_port(listener.fd);
-  std::vector<PeerAddress> peers = exchange_addresses(*store, prefix, rank, size, mine, deadline, me);
+  std::vector<PeerAddress> peers =
+      exchange_addresses(*store, prefix, rank, size, mine, deadline, me);
 
   // 2. Connect to the lower ranks, accept the higher ones.
   PeerSockets sockets(size);
@@ -97,7 +98,8 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
 
   // 3. Shared memory between ranks on the same host.
   std::vector<bool> same_host(size);
-  for (int q = 0; q < size; ++q) same_host[q] = q != rank && shm_enabled() && peers[q].host == mine.host;
+  for (int q = 0; q < size; ++q)
+    same_host[q] = q != rank && shm_enabled() && peers[q].host == mine.host;
   SharedRings shared = setup_shared_rings(rank, same_host, sockets.data, ring_bytes, deadline, me);
 
   // 4. The links, and the group over them.

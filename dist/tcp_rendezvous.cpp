@@ -18,8 +18,7 @@ PeerAddress decode(const std::string& text, int q, const std::string& me) {
   PeerAddress a;
   std::istringstream in(text);
   in >> a.ip >> a.port >> a.host >> a.world_size >> a.pid;
-  RG_CHECK(!in.fail(), me, ": malformed address record of rank ", q, " in the store: '", text,
-           "'");
+  RG_CHECK(!in.fail(), me, ": malformed address record of rank ", q, " in the store: '", text, "'");
   return a;
 }
 

@@ -193,17 +193,18 @@ TEST_CASE("a rank stopped mid-collective is named by the ranks that wait for it"
   const int port = server.port();
   Options options;
   options.timeout = Milliseconds(2000);
-  auto results = run_processes(
-      3,
-      [&](int rank) {
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, 3, options);
-        Tensor t = make_input(DType::f32, 1000, rank);
-        pg->allreduce(t)->wait();
-        if (rank == 0) raise(SIGSTOP);  // alive but silent; killed by the harness
-        pg->allreduce(t)->wait();
-      },
-      kLimit, /*must_finish=*/{1, 2});
+  auto results = run_processes(3,
+                               [&](int rank) {
+                                 auto store = std::make_shared<TcpStore>("127.0.0.1", port, false,
+                                                                         options.timeout);
+                                 auto pg = make_tcp_group(store, rank, 3, options);
+                                 Tensor t = make_input(DType::f32, 1000, rank);
+                                 pg->allreduce(t)->wait();
+                                 if (rank == 0)
+                                   raise(SIGSTOP);  // alive but silent; killed by the harness
+                                 pg->allreduce(t)->wait();
+                               },
+                               kLimit, /*must_finish=*/{1, 2});
   for (int r : {1, 2}) {
     INFO("rank ", r, ": ", results[r].message);
     CHECK(results[r].status == 1);
@@ -213,17 +214,17 @@ TEST_CASE("a rank stopped mid-collective is named by the ranks that wait for it"
 
 TEST_CASE("a stopped rank 0 during rendezvous is named: it hosts the store") {
   const int port = free_port();
-  auto results = run_processes(
-      3,
-      [&](int rank) {
-        Milliseconds timeout(2000);
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, rank == 0, Milliseconds(8000));
-        if (rank == 0) raise(SIGSTOP);
-        Options options;
-        options.timeout = timeout;
-        make_tcp_group(store, rank, 3, options);
-      },
-      kLimit, /*must_finish=*/{1, 2});
+  auto results = run_processes(3,
+                               [&](int rank) {
+                                 Milliseconds timeout(2000);
+                                 auto store = std::make_shared<TcpStore>(
+                                     "127.0.0.1", port, rank == 0, Milliseconds(4000));
+                                 if (rank == 0) raise(SIGSTOP);
+                                 Options options;
+                                 options.timeout = timeout;
+                                 make_tcp_group(store, rank, 3, options);
+                               },
+                               kLimit, /*must_finish=*/{1, 2});
   for (int r : {1, 2}) {
     INFO("rank ", r, ": ", results[r].message);
     CHECK(results[r].status == 1);

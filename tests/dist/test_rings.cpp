@@ -46,7 +46,8 @@ TEST_CASE("RG_DIST_SHM_BYTES is validated, named in errors, and rounded up to 64
   CHECK(shm_ring_bytes("63") == 64);
   CHECK(shm_ring_bytes("64") == 64);
   CHECK(shm_ring_bytes("100") == 128);
-  for (const char* bad : {"abc", "0", "-5", "12abc", " 64", "99999999999999999999999", "2000000000"}) {
+  for (const char* bad :
+       {"abc", "0", "-5", "12abc", " 64", "99999999999999999999999", "2000000000"}) {
     CAPTURE(bad);
     const std::string named = str("RG_DIST_SHM_BYTES='", bad, "'");
     CHECK_THROWS_WITH_AS(shm_ring_bytes(bad), doctest::Contains(named.c_str()), Error);
@@ -100,7 +101,8 @@ TEST_CASE("a peer that closes right after its last send is not a failure") {
       static_cast<char*>(::operator new[](4 * ring_bytes, std::align_val_t(kRingAlignment))),
       [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
   RingBuffer* ring[4];
-  for (int i = 0; i < 4; ++i) ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
+  for (int i = 0; i < 4; ++i)
+    ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
   // ring 0: data 0 -> 1, ring 1: data 1 -> 0, ring 2: control 0 -> 1, ring 3: control 1 -> 0.
   std::vector<PeerLink> links0(2), links1(2);
   links0[1].data = make_ring_stream(ring[0], ring[1], nullptr, memory);

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <limits>
 #include <random>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "dist/store.h"
 #include "dist/store_wire.h"
@@ -130,12 +130,14 @@ TEST_CASE("malformed frames close their own connection; the store keeps serving"
       {"unknown command", request_head(99, 1, "k"), true},
       {"4 KiB of random bytes instead of a hello", noise, false},
       {"4 KiB of random bytes after the hello", noise, true},
-      {"token length 0xFFFFFFFF", [] {
+      {"token length 0xFFFFFFFF",
+       [] {
          std::string h;
          append(h, kHelloMagic);
          append(h, 0xFFFFFFFFu);
          return h;
-       }(), false},
+       }(),
+       false},
   };
   std::vector<int> open_fds;
   int silent = raw_connect("127.0.0.1", port);  // never says anything

@@ -24,6 +24,9 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
                                  const std::function<bool(int)>& joins = nullptr) {
   auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true, Milliseconds(10'000));
   const int port = server->port();
+  std::vector<int> joiners;  // once they are done, the ranks that stayed away are stopped
+  for (int r = 0; joins && r < n; ++r)
+    if (joins(r)) joiners.push_back(r);
   return run_processes(
       n,
       [&](int rank) {
@@ -36,7 +39,7 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
         auto pg = make_tcp_group(store, rank, n, options);
         fn(*pg);
       },
-      limit);
+      limit, joiners);
 }
 
 // Every rank checks its result against the reference, then all ranks compare a hash of
@@ -254,7 +257,8 @@ TEST_CASE("tcp shared-memory rings of any RG_DIST_SHM_BYTES work and leave nothi
     CAPTURE(bytes);
     setenv("RG_DIST_SHM_BYTES", bytes, 1);
     auto results = run_tcp(3, [](ProcessGroup& pg) {
-      for (int64_t length : {int64_t(0), int64_t(1), int64_t(63), int64_t(1000), int64_t(100'003)}) {
+      for (int64_t length :
+           {int64_t(0), int64_t(1), int64_t(63), int64_t(1000), int64_t(100'003)}) {
         Tensor t = make_input(DType::f32, length, pg.rank());
         pg.allreduce(t)->wait();
         std::string problem = check_reduction(t, ReduceOp::sum, pg.size());
@@ -271,7 +275,8 @@ TEST_CASE("a bad RG_DIST_SHM_BYTES fails every rank at once, naming the variable
   for (const char* bytes : {"abc", "0"}) {
     CAPTURE(bytes);
     setenv("RG_DIST_SHM_BYTES", bytes, 1);
-    auto results = run_tcp(2, [](ProcessGroup&) {}, {}, true, std::chrono::seconds(60));
+    auto results = run_tcp(
+        2, [](ProcessGroup&) {}, {}, true, std::chrono::seconds(60));
     unsetenv("RG_DIST_SHM_BYTES");
     for (const auto& r : results) {
       INFO(r.message);

@@ -127,9 +127,9 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
   std::vector<MemoryFile> files;  // kept open until every pair is done
   bool any = false;
   for (int q = 0; q < size; ++q) any |= q != rank && same_host[q];
-  if (!any) return out;
-  MemoryFile bell = create_file("rg-bell", sizeof(Doorbell), me);
-  new (bell.mapping.get()) Doorbell();
+  // Every pair runs the exchange, even one that shares nothing: the peer may share with others.
+  MemoryFile bell = any ? create_file("rg-bell", sizeof(Doorbell), me) : MemoryFile();
+  if (any) new (bell.mapping.get()) Doorbell();
   out.my_bell = bell.mapping;
   const long pid = getpid();
   auto what = [&](int q) { return str(me, ": shared memory set-up with rank ", q); };
@@ -153,7 +153,7 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
     int ring_fd = -1, bell_fd = -1;
     size_t their_capacity = 0;
     std::string why;
-    if (offer >> their_pid >> ring_fd >> bell_fd >> their_capacity) {
+    if (same_host[q] && offer >> their_pid >> ring_fd >> bell_fd >> their_capacity) {
       out.capacity[q] = their_capacity;
       out.segment[q] =
           open_peer_file(their_pid, ring_fd, 2 * RingBuffer::footprint(their_capacity), why);

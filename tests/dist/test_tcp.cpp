@@ -286,3 +286,22 @@ TEST_CASE("a bad RG_DIST_SHM_BYTES fails every rank at once, naming the variable
     }
   }
 }
+
+TEST_CASE("ranks that mix shared memory and sockets agree on each pair's transport") {
+  // Rank 2 turns shared memory off, so it shares nothing, while ranks 0 and 1 share with each
+  // other and offer to rank 2: every pair must still settle (rank 2's pairs on sockets).
+  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true, Milliseconds(10'000));
+  const int port = server->port();
+  Options options;
+  options.timeout = Milliseconds(60'000);
+  auto results = run_processes(
+      3,
+      [&](int rank) {
+        if (rank == 2) setenv("RG_DIST_SHM", "0", 1);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, 3, options);
+        allreduce_everything(*pg);
+      },
+      std::chrono::seconds(40));
+  expect_success(results);
+}

@@ -171,7 +171,7 @@ class Engine {
     Clock::time_point idle_since{};
     for (;;) {
       uint32_t bell = doorbell_ ? doorbell_->current() : 0;
-      bool moved;
+      bool moved = false;
       {
         std::lock_guard lock(mu_);
         if (!op.done) moved = progress();

@@ -2,13 +2,8 @@
 // see safetensors.h.
 #include "nn/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <functional>
 
@@ -368,62 +363,6 @@ Entry parse_entry(const std::string& name, const Json& info, const std::string& 
 
 }  // namespace
 
-// ---- AtomicFileWriter
-AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
-  static std::atomic<uint64_t> counter{0};
-  const size_t slash = path_.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "" : path_.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path_ : path_.substr(slash + 1);
-  RG_CHECK(!base.empty(), "save: '", path_, "' names a directory, not a file");
-  temp_path_ = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-               std::to_string(counter.fetch_add(1));
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  RG_CHECK(fd_ >= 0, "save: cannot create '", temp_path_, "' (to write '", path_,
-           "'): ", std::strerror(errno));
-}
-
-AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) {  // not committed: discard the partial file
-    ::close(fd_);
-    ::unlink(temp_path_.c_str());
-  }
-}
-
-void AtomicFileWriter::write(const void* data, size_t nbytes) {
-  RG_CHECK(fd_ >= 0, "save: write to '", path_, "' after commit");
-  const char* p = static_cast<const char*>(data);
-  while (nbytes > 0) {
-    const ssize_t n = ::write(fd_, p, std::min<size_t>(nbytes, 1 << 30));
-    if (n < 0 && errno == EINTR) continue;
-    RG_CHECK(n > 0, "save: error writing '", temp_path_, "' (to write '", path_,
-             "'): ", n < 0 ? std::strerror(errno) : "no progress");
-    p += n;
-    nbytes -= static_cast<size_t>(n);
-  }
-}
-
-void AtomicFileWriter::commit() {
-  RG_CHECK(fd_ >= 0, "save: '", path_, "' committed twice");
-  RG_CHECK(::fsync(fd_) == 0, "save: fsync of '", temp_path_, "' failed: ", std::strerror(errno));
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0 || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp_path_.c_str());
-    RG_FAIL("save: cannot move '", temp_path_, "' to '", path_, "': ", std::strerror(err));
-  }
-  // Make the rename itself durable.
-  const size_t slash = path_.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  RG_CHECK(dir_fd >= 0, "save: cannot open directory '", dir,
-           "' to fsync it: ", std::strerror(errno));
-  const int rc = ::fsync(dir_fd);
-  const int err = errno;
-  ::close(dir_fd);
-  RG_CHECK(rc == 0, "save: fsync of directory '", dir, "' failed: ", std::strerror(err));
-}
-
 // ---- public API
 std::string serialize_safetensors(const NamedTensors& tensors,
                                   const SafetensorsMetadata& metadata) {
@@ -433,10 +372,15 @@ std::string serialize_safetensors(const NamedTensors& tensors,
   return out;
 }
 
+void write_safetensors(AtomicFile& file, const NamedTensors& tensors,
+                       const SafetensorsMetadata& metadata) {
+  emit(tensors, metadata, [&](const void* p, size_t n) { file.write(p, n); });
+}
+
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const SafetensorsMetadata& metadata) {
-  AtomicFileWriter file(path);
-  emit(tensors, metadata, [&](const void* p, size_t n) { file.write(p, n); });
+  AtomicFile file(path);
+  write_safetensors(file, tensors, metadata);
   file.commit();
 }
 

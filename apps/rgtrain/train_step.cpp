@@ -50,15 +50,17 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
   const auto opt_start = Clock::now();
   r.grad_norm = c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip)
                            : rg::optim::grad_norm(params);
-  c.opt.step();
+  r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
+  if (!r.skipped) c.opt.step();
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
 
-std::string first_nonfinite_parameter(rg::nn::Module& model) {
+std::string first_nonfinite_parameter(rg::nn::Module& model, bool grads) {
   for (auto& [name, p] : model.named_parameters()) {
-    const auto values = p.to_vector<double>();
+    if (grads && !p.grad().defined()) continue;
+    const auto values = (grads ? p.grad() : p).to_vector<double>();
     for (size_t i = 0; i < values.size(); ++i)
       if (!std::isfinite(values[i]))
         return "'" + name + "' (element " + std::to_string(i) + " = " + fmt("%g", values[i]) + ")";

@@ -26,12 +26,14 @@ struct StepContext {
   double clip = 0;                      // 0: no clipping
   rg::dist::TraceRecorder* trace = nullptr;
   int rank = 0;
+  bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite
 };
 
 struct StepResult {
   double loss = 0;       // this rank's share of the global batch's mean loss
   double grad_norm = 0;  // of the (averaged) gradients, before clipping
   double seconds = 0;
+  bool skipped = false;  // skip_nonfinite withheld the optimizer step
 };
 
 // Targets of examples `idx` that count in the loss (not kIgnoreIndex).
@@ -40,8 +42,8 @@ double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& 
 StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
                       double denom, double lr);
 
-// The first parameter holding a NaN or an infinity, as "'name' (element i = value)", or
-// empty when all are finite.
-std::string first_nonfinite_parameter(rg::nn::Module& model);
+// The first parameter (or, with `grads`, parameter gradient) holding a NaN or an infinity,
+// as "'name' (element i = value)", or empty when all are finite.
+std::string first_nonfinite_parameter(rg::nn::Module& model, bool grads = false);
 
 }  // namespace rgtrain

@@ -16,8 +16,9 @@ namespace rgtrain {
 namespace {
 
 StepContext context_of(RunState& s) {
-  return {*s.model, *s.opt, s.ddp.get(), *s.data.train, s.device, s.args.clip, s.trace.get(),
-          int(s.rank)};
+  return {*s.model,    *s.opt,         s.ddp.get(),
+          *s.data.train, s.device,     s.args.clip,
+          s.trace.get(), int(s.rank), !s.args.allow_nonfinite};
 }
 
 // This rank's micro-batches of `step`, and the loss denominator (see train_step.h).
@@ -42,12 +43,16 @@ void check_finite(RunState& s, int64_t step, double loss, double grad_norm) {
   if (s.args.allow_nonfinite) return;
   const std::string bad = first_nonfinite_parameter(*s.model);
   if (std::isfinite(loss) && std::isfinite(grad_norm) && bad.empty()) return;
-  const std::string where = step == 0 ? "before step 1" : "at step " + std::to_string(step);
-  fail("training stopped ", where, ": loss ", fmt("%g", loss), ", gradient norm ",
-       fmt("%g", grad_norm), "; ",
-       bad.empty() ? std::string("all parameters are still finite")
-                   : "first non-finite parameter " + bad,
-       " (--allow-nonfinite to continue anyway)");
+  const std::string bad_grad = bad.empty() ? first_nonfinite_parameter(*s.model, true) : "";
+  const std::string values = !bad.empty()      ? "first non-finite parameter " + bad
+                             : !bad_grad.empty() ? "the weights are finite (the step was not "
+                                                   "applied); first non-finite gradient " + bad_grad
+                                                 : std::string("all parameters are finite");
+  const char* opt_out = " (--allow-nonfinite to continue anyway)";
+  if (step == s.start_step)
+    fail("the initial weights (before step ", step + 1, ") are not finite: ", values, opt_out);
+  fail("training stopped at step ", step, ": loss ", fmt("%g", loss), ", gradient norm ",
+       fmt("%g", grad_norm), "; ", values, opt_out);
 }
 
 TrainSummary train(RunState& s) {
@@ -59,7 +64,7 @@ TrainSummary train(RunState& s) {
     std::cout << "rgtrain: " << s.config << " | accum " << s.accum << " | params "
               << s.model->num_parameters() << " | steps " << s.start_step << "->" << a.steps
               << "\n" << std::flush;
-  check_finite(s, s.start_step, 0, 0);  // weights from --init or --resume
+  check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
   TrainSummary sum;
   for (int64_t step = s.start_step; step < a.steps; ++step) {
     const StepResult r = run_step(s, c, step);

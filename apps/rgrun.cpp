@@ -77,9 +77,10 @@ Args parse(int argc, char** argv) {
   Args a;
   int split = 1;
   while (split < argc && std::strcmp(argv[split], "--") != 0) ++split;
-  CLI::App app{"rgrun: starts the ranks of a data-parallel job on this node, like torchrun. "
-               "Usage: rgrun [flags] -- PROGRAM ARGS...",
-               "rgrun"};
+  CLI::App app{
+      "rgrun: starts the ranks of a data-parallel job on this node, like torchrun. "
+      "Usage: rgrun [flags] -- PROGRAM ARGS...",
+      "rgrun"};
   add_flags(app, a);
   std::vector<std::string> flags(argv + 1, argv + split);
   std::reverse(flags.begin(), flags.end());  // CLI11 takes a vector in reverse order
@@ -108,8 +109,9 @@ std::string job_token(const Args& a) {
   if (given && *given) return given;
   if (!a.rdzv_id.empty()) return "rdzv-" + a.rdzv_id;
   if (a.nnodes > 1)
-    usage_error("a multi-node job needs --rdzv-id ID or RG_JOB_TOKEN, the same on every node "
-                "(the ranks use it to refuse connections from other jobs)");
+    usage_error(
+        "a multi-node job needs --rdzv-id ID or RG_JOB_TOKEN, the same on every node "
+        "(the ranks use it to refuse connections from other jobs)");
   unsigned char bytes[16];
   if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
     std::perror("rgrun: getrandom");
@@ -147,12 +149,12 @@ struct Rank {
   int fds[2] = {-1, -1};  // stdout, stderr pipes (read ends)
   std::string partial[2];
   bool running = true;
-  bool stopped = false;        // stopped by a signal (SIGSTOP, SIGTSTP) and not continued
+  bool stopped = false;  // stopped by a signal (SIGSTOP, SIGTSTP) and not continued
   int stop_signal = 0;
   int status = 0;
-  int end_order = -1;          // 0 for the first rank to end, 1 for the next, ...
+  int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
   bool ended_after_our_signal = false;
-  std::vector<int> named;      // other ranks named ("rank K") in this rank's error lines
+  std::vector<int> named;  // other ranks named ("rank K") in this rank's error lines
 };
 
 volatile sig_atomic_t g_signal = 0;
@@ -319,8 +321,10 @@ class Supervisor {
       if (got == r.pid && WIFSTOPPED(status)) {
         r.stopped = true;
         r.stop_signal = WSTOPSIG(status);
-        std::fprintf(stderr, "rgrun: rank %d is stopped (%s); the job cannot go on until it "
-                     "continues\n", r.rank, signal_name(r.stop_signal).c_str());
+        std::fprintf(stderr,
+                     "rgrun: rank %d is stopped (%s); the job cannot go on until it "
+                     "continues\n",
+                     r.rank, signal_name(r.stop_signal).c_str());
       } else if (got == r.pid && WIFCONTINUED(status)) {
         r.stopped = false;
       } else if (got == r.pid) {
@@ -403,8 +407,7 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
     if (!r.ended_after_our_signal && r.end_order >= 0 && WIFSIGNALED(r.status) &&
         (!signaled || r.end_order < signaled->end_order))
       signaled = &r;
-  if (signaled)
-    return {signaled, describe_end(signaled->status), 128 + WTERMSIG(signaled->status)};
+  if (signaled) return {signaled, describe_end(signaled->status), 128 + WTERMSIG(signaled->status)};
   if (!stopped.empty()) {
     const Rank* r = by_rank(ranks, stopped.front());
     return {r,
@@ -424,8 +427,8 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
   for (auto& [k, n] : votes)
     if (n > best) best = n, named = by_rank(ranks, k);
   const Rank* cause = named && failed(*named) ? named : first;
-  const int code = WIFEXITED(cause->status) ? WEXITSTATUS(cause->status)
-                                            : 128 + WTERMSIG(cause->status);
+  const int code =
+      WIFEXITED(cause->status) ? WEXITSTATUS(cause->status) : 128 + WTERMSIG(cause->status);
   return {cause, describe_end(cause->status), code};
 }
 

@@ -85,7 +85,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   if (fd_ < 0) {
     const int err = errno;
     unregister_temp(slot_);
-    RG_FAIL("save: cannot create '", temp_path_, "' (to write '", path_, "'): ", std::strerror(err));
+    RG_FAIL("save: cannot create '", temp_path_, "' (to write '", path_,
+            "'): ", std::strerror(err));
   }
 }
 

@@ -50,8 +50,8 @@ uint64_t default_max_file_bytes() {
   char* end = nullptr;
   errno = 0;
   const unsigned long long v = std::strtoull(s, &end, 10);
-  RG_CHECK(end != s && *end == '\0' && errno == 0 && v > 0 && s[0] != '-',
-           "RG_MAX_FILE_BYTES='", s, "' is not a positive integer (bytes)");
+  RG_CHECK(end != s && *end == '\0' && errno == 0 && v > 0 && s[0] != '-', "RG_MAX_FILE_BYTES='", s,
+           "' is not a positive integer (bytes)");
   return v;
 }
 

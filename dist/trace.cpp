@@ -70,8 +70,11 @@ std::string TraceRecorder::to_json() const {
       events.push_back(metadata_event("thread_name", rank, static_cast<int>(l + 1), lanes_[l]));
   }
   for (const Event& e : events_) {
-    json j = {{"ph", std::string(1, e.phase)}, {"name", e.name}, {"pid", e.rank},
-              {"tid", e.lane},                 {"ts", round_ns(e.ts_us)}};
+    json j = {{"ph", std::string(1, e.phase)},
+              {"name", e.name},
+              {"pid", e.rank},
+              {"tid", e.lane},
+              {"ts", round_ns(e.ts_us)}};
     if (e.phase == 'X') j["dur"] = round_ns(e.dur_us);
     if (e.phase == 'i') j["s"] = "t";
     if (!e.args.empty()) {

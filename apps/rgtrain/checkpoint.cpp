@@ -42,9 +42,8 @@ void remove_stale_checkpoint_temps(const std::string& path) {
     std::cout << "rgtrain: removed " << stale << ", left by an interrupted save\n";
 }
 
-void save_checkpoint(const std::string& path, rg::nn::Module& model,
-                     rg::optim::Optimizer& opt, const std::string& config,
-                     const CheckpointPosition& at, uint64_t seed) {
+void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
+                     const std::string& config, const CheckpointPosition& at, uint64_t seed) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);

@@ -26,15 +26,13 @@ std::string checkpoint_path(const Args& a);
 // Removes what an interrupted save left beside `path` and says so on stdout.
 void remove_stale_checkpoint_temps(const std::string& path);
 
-void save_checkpoint(const std::string& path, rg::nn::Module& model,
-                     rg::optim::Optimizer& opt, const std::string& config,
-                     const CheckpointPosition& at, uint64_t seed);
+void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
+                     const std::string& config, const CheckpointPosition& at, uint64_t seed);
 
 // Loads model and optimizer; returns the step to continue from. Errors (UsageError) when the
 // config differs, the step is beyond --steps, or the optimizer state is missing without
 // --reset-optimizer.
 int64_t resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::optim::Optimizer& opt,
-                               rg::Device device);
+                               rg::nn::Module& model, rg::optim::Optimizer& opt, rg::Device device);
 
 }  // namespace rgtrain

@@ -14,18 +14,21 @@ void add_model_flags(CLI::App& app, Args& a) {
       ->check(CLI::IsMember({"gpt", "mlp"}));
   app.add_option("--layers", a.layers, "transformer blocks (mlp: hidden layers)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
-  app.add_option("--heads", a.heads, "attention heads")->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  app.add_option("--heads", a.heads, "attention heads")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--width", a.width, "embedding width (a multiple of --heads)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   app.add_option("--context", a.context, "context length (0: the data's)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   app.add_option("--vocab", a.vocab, "vocabulary size (0: the data's)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 31));
-  app.add_option("--digits", a.digits, "addition task: digits per operand")->check(CLI::Range(1, 9));
+  app.add_option("--digits", a.digits, "addition task: digits per operand")
+      ->check(CLI::Range(1, 9));
   app.add_option("--device", a.device, "device: cpu, sim or cuda");
   app.add_option("--init", a.init, "start from the weights in this safetensors file");
-  app.add_option("--data", a.data, "train on a text file (.txt) or llm.c tokens (.bin) "
-                                   "instead of the addition task");
+  app.add_option("--data", a.data,
+                 "train on a text file (.txt) or llm.c tokens (.bin) "
+                 "instead of the addition task");
 }
 
 void add_training_flags(CLI::App& app, Args& a) {
@@ -75,7 +78,8 @@ void add_output_flags(CLI::App& app, Args& a) {
       ->check(non_negative);
   app.add_option("--eval-every", a.eval_every, "held-out accuracy every N steps (0: off)")
       ->check(non_negative);
-  app.add_option("--print-every", a.print_every, "progress line every N steps")->check(non_negative);
+  app.add_option("--print-every", a.print_every, "progress line every N steps")
+      ->check(non_negative);
   app.add_option("--metrics", a.metrics, "append one JSON line per step to this file");
   app.add_flag("--verify", a.verify, "compare with a single-process reference run at the end");
   app.add_option("--compare", a.compare, "compare two safetensors files bit for bit and exit")

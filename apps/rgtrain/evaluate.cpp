@@ -16,7 +16,8 @@ auto logits_of(RunState& s) {
 
 double held_out_accuracy(RunState& s, int64_t n) {
   s.model->eval();
-  const double acc = rg::data::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
+  const double acc =
+      rg::data::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
   s.model->train();
   return acc;
 }
@@ -31,13 +32,13 @@ void print_final_report(RunState& s, double final_loss, double wall_seconds,
     auto seqs = rg::data::greedy_complete(*s.data.addition, logits_of(s), {0, 1, 2}, s.device);
     for (size_t i = 0; i < seqs.size(); ++i) {
       auto p = s.data.addition->problem(int64_t(i));
-      std::cout << "  sample: " << s.data.addition->decode(seqs[i]) << "   (true sum "
-                << p.a + p.b << ")\n";
+      std::cout << "  sample: " << s.data.addition->decode(seqs[i]) << "   (true sum " << p.a + p.b
+                << ")\n";
     }
     s.model->train();
   }
-  std::cout << "wall time " << fmt("%.1f", wall_seconds) << " s, "
-            << fmt("%.0f", tokens_per_second) << " tokens/s\n"
+  std::cout << "wall time " << fmt("%.1f", wall_seconds) << " s, " << fmt("%.0f", tokens_per_second)
+            << " tokens/s\n"
             << std::flush;
 }
 

@@ -33,13 +33,12 @@ void MetricsWriter::write(const StepReport& r) {
 
 void print_progress(const StepReport& r, int64_t print_every, bool tty) {
   const double comm = r.comm_seconds;
-  std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(r.steps) +
-                     " | loss " + fmt("%.4f", r.loss) + " | lr " + fmt("%.2e", r.lr) + " | " +
+  std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(r.steps) + " | loss " +
+                     fmt("%.4f", r.loss) + " | lr " + fmt("%.2e", r.lr) + " | " +
                      fmt("%.0f", r.tokens / r.seconds) + " tok/s | " +
-                     fmt("%.1f", r.seconds * 1e3) + " ms/step | comm " +
-                     fmt("%.1f", comm * 1e3) + " ms (" +
-                     fmt("%.0f", comm > 0 ? 100 * r.hidden_seconds / comm : 0) + "% hidden) | ETA " +
-                     hms(r.eta_seconds);
+                     fmt("%.1f", r.seconds * 1e3) + " ms/step | comm " + fmt("%.1f", comm * 1e3) +
+                     " ms (" + fmt("%.0f", comm > 0 ? 100 * r.hidden_seconds / comm : 0) +
+                     "% hidden) | ETA " + hms(r.eta_seconds);
   const bool acc = r.held_out_accuracy.has_value();
   if (acc) line += " | held-out acc " + fmt("%.3f", *r.held_out_accuracy);
   const bool last = r.step == r.steps;

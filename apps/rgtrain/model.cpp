@@ -90,8 +90,8 @@ void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t w
                                                 : default_memory_cap_bytes();
   const double gib = double(1ull << 30);
   if (bytes > cap)
-    fail("the model (", fmt("%.4g", estimate_parameters(a, vocab, context)),
-         " parameters) needs ", fmt("%.3g", bytes / gib),
+    fail("the model (", fmt("%.4g", estimate_parameters(a, vocab, context)), " parameters) needs ",
+         fmt("%.3g", bytes / gib),
          " GiB for weights, gradients and optimizer state, more than --max-model-memory ",
          fmt("%.3g", cap / gib), " GiB");
 }
@@ -104,7 +104,8 @@ rg::nn::SafetensorsContents load_checked(const std::string& path, const char* fl
   }
 }
 
-void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file, const std::string& path) {
+void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
+               const std::string& path) {
   std::map<std::string, const rg::Tensor*> by_name;
   for (auto& [n, t] : file.tensors) by_name[n] = &t;
   rg::nn::StateDict out;

@@ -34,7 +34,8 @@ void split_batch(RunState& s) {
       if (a.global_batch % (s.world * m) == 0) ok << (shown++ ? ", " : "") << m;
     fail("--global-batch ", a.global_batch, " is not a multiple of world (", s.world,
          ") x --micro-batch (", a.micro_batch, "); micro-batches that divide it: ",
-         shown ? ok.str() : "none (make --global-batch a multiple of " + std::to_string(s.world) + ")");
+         shown ? ok.str()
+               : "none (make --global-batch a multiple of " + std::to_string(s.world) + ")");
   }
   s.accum = a.global_batch / (s.world * a.micro_batch);
   s.per_rank = s.accum * a.micro_batch;
@@ -49,7 +50,8 @@ void load_data(RunState& s) {
     if (a.vocab < s.vocab) fail("--vocab ", a.vocab, " is smaller than the data's ", s.vocab);
     s.vocab = a.vocab;
   }
-  if (a.context > 0 && a.context < T) fail("--context ", a.context, " is shorter than the data's ", T);
+  if (a.context > 0 && a.context < T)
+    fail("--context ", a.context, " is shorter than the data's ", T);
   s.context = std::max(a.context, T);
   s.schedule = std::make_unique<Schedule>(s.data.train->size(), s.world, s.per_rank, a.seed);
   s.lr_of = {a.lr, a.lr / 10, std::min(a.warmup, a.steps - 1), a.steps};

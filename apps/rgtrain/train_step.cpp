@@ -45,11 +45,12 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
     loss.backward();
     r.loss += loss.item();
     if (c.trace)
-      c.trace->span(c.rank, "compute", "forward+backward " + std::to_string(k), start, Clock::now());
+      c.trace->span(c.rank, "compute", "forward+backward " + std::to_string(k), start,
+                    Clock::now());
   }
   const auto opt_start = Clock::now();
-  r.grad_norm = c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip)
-                           : rg::optim::grad_norm(params);
+  r.grad_norm =
+      c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
   r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
   if (!r.skipped) c.opt.step();
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());

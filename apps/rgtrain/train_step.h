@@ -23,7 +23,7 @@ struct StepContext {
   rg::nn::DistributedDataParallel* ddp;  // null: a single process
   const rg::data::Dataset& data;
   rg::Device device;
-  double clip = 0;                      // 0: no clipping
+  double clip = 0;  // 0: no clipping
   rg::dist::TraceRecorder* trace = nullptr;
   int rank = 0;
   bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite

@@ -16,9 +16,8 @@ namespace rgtrain {
 namespace {
 
 StepContext context_of(RunState& s) {
-  return {*s.model,    *s.opt,         s.ddp.get(),
-          *s.data.train, s.device,     s.args.clip,
-          s.trace.get(), int(s.rank), !s.args.allow_nonfinite};
+  return {*s.model,    *s.opt,        s.ddp.get(), *s.data.train,          s.device,
+          s.args.clip, s.trace.get(), int(s.rank), !s.args.allow_nonfinite};
 }
 
 // This rank's micro-batches of `step`, and the loss denominator (see train_step.h).
@@ -44,9 +43,10 @@ void check_finite(RunState& s, int64_t step, double loss, double grad_norm) {
   const std::string bad = first_nonfinite_parameter(*s.model);
   if (std::isfinite(loss) && std::isfinite(grad_norm) && bad.empty()) return;
   const std::string bad_grad = bad.empty() ? first_nonfinite_parameter(*s.model, true) : "";
-  const std::string values = !bad.empty()      ? "first non-finite parameter " + bad
+  const std::string values = !bad.empty()        ? "first non-finite parameter " + bad
                              : !bad_grad.empty() ? "the weights are finite (the step was not "
-                                                   "applied); first non-finite gradient " + bad_grad
+                                                   "applied); first non-finite gradient " +
+                                                       bad_grad
                                                  : std::string("all parameters are finite");
   const char* opt_out = " (--allow-nonfinite to continue anyway)";
   if (step == s.start_step)
@@ -62,15 +62,16 @@ TrainSummary train(RunState& s) {
   const bool tty = isatty(1);
   if (s.lead)
     std::cout << "rgtrain: " << s.config << " | accum " << s.accum << " | params "
-              << s.model->num_parameters() << " | steps " << s.start_step << "->" << a.steps
-              << "\n" << std::flush;
+              << s.model->num_parameters() << " | steps " << s.start_step << "->" << a.steps << "\n"
+              << std::flush;
   check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
   TrainSummary sum;
   for (int64_t step = s.start_step; step < a.steps; ++step) {
     const StepResult r = run_step(s, c, step);
     const int64_t done = step + 1;
     // A parameter scan only when the cheap signs (loss, gradient norm) are bad.
-    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) check_finite(s, done, r.loss, r.grad_norm);
+    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
+      check_finite(s, done, r.loss, r.grad_norm);
     sum.train_seconds += r.seconds;
     sum.last_loss = r.loss;
     if (a.checkpoint_every > 0 && done % a.checkpoint_every == 0 && done < a.steps) save(s, done);

@@ -19,8 +19,7 @@ std::string hms(double seconds) {
 }
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h) {

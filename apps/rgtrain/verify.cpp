@@ -40,8 +40,8 @@ void verify_against_reference(RunState& s) {
     }
   }
   std::cout << "verify: max |param difference| = " << fmt("%.3e", max_abs) << " (relative "
-            << fmt("%.3e", max_abs / std::max(scale, 1e-30)) << ", world " << s.world
-            << ", accum " << s.accum << " vs one backward of " << a.global_batch << ")\n";
+            << fmt("%.3e", max_abs / std::max(scale, 1e-30)) << ", world " << s.world << ", accum "
+            << s.accum << " vs one backward of " << a.global_batch << ")\n";
 }
 
 }  // namespace rgtrain

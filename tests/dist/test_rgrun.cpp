@@ -158,7 +158,8 @@ TEST_CASE("rgrun --help describes every flag with its default") {
 TEST_CASE("rgrun gives every rank one job token, a new one per job unless RG_JOB_TOKEN is set") {
   auto token_lines = [](const std::vector<std::string>& prefix) {
     std::vector<std::string> args = prefix;
-    for (const char* a : {"--nproc-per-node", "3", "--", "/bin/sh", "-c", "echo token=$RG_JOB_TOKEN"})
+    for (const char* a :
+         {"--nproc-per-node", "3", "--", "/bin/sh", "-c", "echo token=$RG_JOB_TOKEN"})
       args.push_back(a);
     Run run = run_command(args, std::chrono::seconds(30));
     INFO(run.output);
@@ -199,7 +200,8 @@ TEST_CASE("rgrun names a stopped rank, not the ranks that gave up waiting for it
   // rank 2 first, naming rank 0.
   Run run = run_command(
       {path_of("RGRUN"), "--nproc-per-node", "3", "--grace", "1", "--", "/bin/sh", "-c",
-       "case $RANK in 0) kill -STOP $$;; 1) sleep 2; echo 'error: timed out waiting for rank 0' >&2; exit 2;;"
+       "case $RANK in 0) kill -STOP $$;; 1) sleep 2; echo 'error: timed out waiting for rank 0' "
+       ">&2; exit 2;;"
        " 2) sleep 1; echo 'error: rank 2: timed out waiting for rank 0' >&2; exit 2;; esac"},
       std::chrono::seconds(30));
   INFO(run.output);
@@ -211,11 +213,10 @@ TEST_CASE("rgrun names a stopped rank, not the ranks that gave up waiting for it
 
 TEST_CASE("rgrun names the rank killed by a signal even when a survivor exits first") {
   // Rank 1 is killed; rank 0 reports the loss and exits first.
-  Run run = run_command(
-      {path_of("RGRUN"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
-       "if [ $RANK = 1 ]; then sleep 1; kill -KILL $$; fi; "
-       "sleep 1; echo 'error: rank 1 has gone' >&2; exit 2"},
-      std::chrono::seconds(30));
+  Run run = run_command({path_of("RGRUN"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
+                         "if [ $RANK = 1 ]; then sleep 1; kill -KILL $$; fi; "
+                         "sleep 1; echo 'error: rank 1 has gone' >&2; exit 2"},
+                        std::chrono::seconds(30));
   INFO(run.output);
   CHECK(run.exit_code == 128 + SIGKILL);
   CHECK(contains(run.output, "rgrun: rank 1 was killed by signal 9 (SIGKILL)"));

@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 FAILS=0
 LIMIT=120
-export RG_DIST_TIMEOUT=4  # a stopped rank is noticed after 4 s
+export RG_DIST_TIMEOUT=8  # a stopped rank is noticed after 8 s (ample for a loaded machine)
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 12 --micro-batch 2
       --eval-every 0 --warmup 2 --print-every 1)
 ok() { echo "ok: $1"; }

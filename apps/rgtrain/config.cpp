@@ -2,6 +2,7 @@
 #include "apps/rgtrain/config.h"
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
 
 #include "apps/rgtrain/util.h"
@@ -83,7 +84,8 @@ void add_output_flags(CLI::App& app, Args& a) {
   app.add_option("--metrics", a.metrics, "append one JSON line per step to this file");
   app.add_flag("--verify", a.verify, "compare with a single-process reference run at the end");
   app.add_option("--compare", a.compare, "compare two safetensors files bit for bit and exit")
-      ->expected(2);
+      ->expected(2)
+      ->configurable(false);
 }
 
 void check_together(const Args& a) {
@@ -107,6 +109,10 @@ Args parse_args(int argc, char** argv) {
   add_training_flags(app, a);
   add_dist_flags(app, a);
   add_output_flags(app, a);
+  app.set_config("--config", "", "read flags from this TOML file (as --save-config writes)");
+  std::string save_config;
+  app.add_option("--save-config", save_config, "write this run's flags to a TOML file and exit")
+      ->configurable(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -116,6 +122,13 @@ Args parse_args(int argc, char** argv) {
     fail(e.what(), " (see --help)");
   }
   check_together(a);
+  if (!save_config.empty()) {
+    std::ofstream out(save_config);
+    out << app.config_to_str(/*default_also=*/true, /*write_description=*/true);
+    if (!out.flush()) fail("--save-config: cannot write '", save_config, "'");
+    std::cout << "rgtrain: flags written to " << save_config << "\n";
+    std::exit(0);
+  }
   return a;
 }
 

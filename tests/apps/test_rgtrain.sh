@@ -135,6 +135,13 @@ then ok "--trace in one process"; else bad "--trace in one process wrote no trac
 if grep -q -- "--max-model-memory" "$TMP/help" && grep -q -- "--steps INT.*=1200" "$TMP/help"
 then ok "--help lists flags with defaults"; else bad "--help: $(head -5 "$TMP/help")"; fi
 
+# --save-config writes the flags as TOML; --config replays them (here: the straight run).
+"$RGTRAIN" "${TINY[@]}" --steps 6 --save-config "$TMP/run.toml" >/dev/null 2>&1
+"$RGTRAIN" --config "$TMP/run.toml" --checkpoint "$TMP/replay" >/dev/null 2>&1
+if "$RGTRAIN" --compare "$GOOD" "$TMP/replay/ckpt.safetensors" >/dev/null 2>&1; then
+  ok "--config replays --save-config's flags bit for bit"
+else bad "--config replay differs"; fi
+
 # A rank started by hand without the others prints its error (not only rank 0 does).
 RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?

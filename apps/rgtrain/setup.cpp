@@ -109,12 +109,8 @@ void wrap_ddp(RunState& s) {
   for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
 }
 
-}  // namespace
-
-RunState setup(const Args& a) {
-  RunState s;
-  s.args = a;
-  join_group(s);
+void build(RunState& s) {
+  const Args& a = s.args;
   if (a.threads > 0)
     rg::set_num_threads(int(a.threads));
   else if (s.world > 1)
@@ -125,6 +121,21 @@ RunState setup(const Args& a) {
   load_data(s);
   build_model(s);
   wrap_ddp(s);
+}
+
+}  // namespace
+
+RunState setup(const Args& a) {
+  RunState s;
+  s.args = a;
+  join_group(s);
+  try {
+    build(s);
+  } catch (const std::exception& e) {
+    // A mistake only this rank sees (a missing file): the others fail at once, naming it.
+    if (s.group) s.group->abort(e.what());
+    throw;
+  }
   return s;
 }
 

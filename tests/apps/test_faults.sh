@@ -166,6 +166,22 @@ expect "different --seed: the error names the flag and the ranks" \
   has "$OUT" "the ranks disagree on --seed: ranks 0, 1: 7; rank 2: 8"
 expect "different --seed: no training step ran" hasnt "$OUT" "step 1/"
 
+# ---- a file only one rank cannot read: it fails, and the others at once, naming it
+python3 -c 'import random; random.seed(1)
+open("'"$TMP"'/text.txt", "w").write("".join(random.choice("abcdefgh \n") for _ in range(20000)))'
+start_job missing DIR="$TMP" "$RGRUN" --nproc-per-node 3 -- sh -c \
+  'exec "$0" "$@" --data "$([ "$RANK" = 1 ] && echo "$DIR/missing.txt" || echo "$DIR/text.txt")"' \
+  "$RGTRAIN" --layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8 \
+  --eval-every 0 --steps 3
+finish_job
+expect "missing file on rank 1: rgrun exits 2, naming rank 1" \
+  eval '[ "$RC" = 2 ] && has "$OUT" "rgrun: rank 1 exited with code 2"'
+expect "missing file on rank 1: its own error names the file" \
+  has "$OUT" "[rank 1] rgtrain: error: --data: cannot open '$TMP/missing.txt'"
+expect "missing file on rank 1: ranks 0 and 2 say rank 1 failed" \
+  eval 'grep -qE "^\[rank 0\] rgtrain: error: .*rank 1" "$OUT" &&
+        grep -qE "^\[rank 2\] rgtrain: error: .*rank 1" "$OUT"'
+
 # ---- --trace with several ranks: one file, one process lane per rank, no temp files
 mkdir -p "$TMP/trace"
 "$RGRUN" --nproc-per-node 3 -- "$RGTRAIN" "${TINY[@]}" --steps 3 --trace "$TMP/trace/t.json" \

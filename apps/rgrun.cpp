@@ -154,7 +154,7 @@ struct Rank {
   int status = 0;
   int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
   bool ended_after_our_signal = false;
-  std::vector<int> named;  // other ranks named ("rank K") in this rank's error lines
+  int blames = -1;  // the rank this rank's first error names as the cause, or -1
 };
 
 volatile sig_atomic_t g_signal = 0;
@@ -173,20 +173,18 @@ std::string describe_end(int status) {
   return "ended with status " + std::to_string(status);
 }
 
-// Remembers which other ranks an error line blames for a lost connection or a timeout: the
-// survivors of a lost peer name it (dist/: "timed out ... waiting for rank 0", "rank 0 has
-// gone").
+// Remembers which other rank an error line blames: survivors name the peer they lost
+// (dist/: "rank 1 aborted: ...", "rank 1 failed: ...", "waiting for rank 0", "rank 0 has gone",
+// "rank 0 does not answer"). Errors nest ("rank 2: rank 1 failed: ... rank 0 does not
+// answer"), so the last such name is the deepest cause.
 void note_named_ranks(Rank& r, const std::string& line) {
-  static const std::regex peer_lost(
-      "timed out|has gone|does not answer|did not answer|did not join|did not connect|"
-      "stopped answering");
-  if (!std::regex_search(line, peer_lost)) return;
-  static const std::regex rank_ref(R"(\brank (\d+))");
-  for (std::sregex_iterator it(line.begin(), line.end(), rank_ref), end; it != end; ++it) {
-    const int k = std::atoi((*it)[1].str().c_str());
-    if (k != r.rank && std::find(r.named.begin(), r.named.end(), k) == r.named.end())
-      r.named.push_back(k);
-  }
+  static const std::regex blamed(
+      R"(\brank (\d+) (?:aborted|failed|has gone|does not answer|did not answer|did not join|)"
+      R"(did not connect|stopped answering)|waiting for rank (\d+))");
+  int last = -1;
+  for (std::sregex_iterator it(line.begin(), line.end(), blamed), end; it != end; ++it)
+    last = std::atoi(((*it)[1].matched ? (*it)[1] : (*it)[2]).str().c_str());
+  if (r.blames < 0 && last >= 0 && last != r.rank) r.blames = last;
 }
 
 void emit(Rank& r, int stream, const std::string& line, bool quiet_others) {
@@ -415,10 +413,19 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
                 ") while the other ranks waited for it, and was then ended",
             128 + r->stop_signal};
   }
+  // Each rank's error points at another ("rank 1 failed"), which may point further
+  // ("rank 0 does not answer"): follow the chain to its end and count a vote for it.
   std::map<int, int> votes;
-  for (const Rank& r : ranks)
-    if (failed(r) && !r.ended_after_our_signal)
-      for (int k : r.named) votes[k] += by_rank(ranks, k) ? 1 : 0;
+  for (const Rank& r : ranks) {
+    if (!failed(r) || r.ended_after_our_signal || r.blames < 0) continue;
+    const Rank* root = by_rank(ranks, r.blames);
+    for (size_t hops = 0; root && root->blames >= 0 && hops < ranks.size(); ++hops) {
+      const Rank* next = by_rank(ranks, root->blames);
+      if (!next) break;
+      root = next;
+    }
+    if (root) ++votes[root->rank];
+  }
   const Rank* first = nullptr;
   for (const Rank& r : ranks)
     if (failed(r) && r.end_order >= 0 && (!first || r.end_order < first->end_order)) first = &r;

@@ -19,7 +19,7 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) {
 
 void MetricsWriter::write(const StepReport& r) {
   if (!out_.is_open()) return;
-  nlohmann::json j = {{"step", r.step},
+  nlohmann::ordered_json j = {{"step", r.step},
                       {"loss", r.loss},
                       {"lr", r.lr},
                       {"grad_norm", r.grad_norm},

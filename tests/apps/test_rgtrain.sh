@@ -142,6 +142,19 @@ if "$RGTRAIN" --compare "$GOOD" "$TMP/replay/ckpt.safetensors" >/dev/null 2>&1; 
   ok "--config replays --save-config's flags bit for bit"
 else bad "--config replay differs"; fi
 
+# --verify under rgrun: the 2-rank run equals the single-process reference (f32 rounding).
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --verify \
+  --metrics "$TMP/m.jsonl" >"$TMP/out" 2>&1
+if python3 - "$TMP/out" "$TMP/m.jsonl" <<'PY'
+import json, re, sys
+out = open(sys.argv[1]).read()
+m = re.search(r"verify: max \|param difference\| = (\S+)", out)
+rows = [json.loads(line) for line in open(sys.argv[2])]
+sys.exit(0 if m and float(m.group(1)) < 1e-4 and [r["step"] for r in rows] == [1, 2, 3, 4] else 1)
+PY
+then ok "--verify: 2 ranks equal one process; --metrics has one JSON line per step"
+else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
+
 # A rank started by hand without the others prints its error (not only rank 0 does).
 RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?

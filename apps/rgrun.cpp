@@ -1,26 +1,35 @@
 // rgrun: starts the ranks of a data-parallel job on this node, like torchrun.
 //
-//   rgrun --nproc-per-node N [--nnodes M --node-rank I --master-addr A --master-port P]
-//         [--quiet-others] [--grace S] -- PROGRAM ARGS...
+//   rgrun --nproc-per-node N [--nnodes M --node-rank I --master-addr A --master-port P
+//         --rdzv-id ID] [--quiet-others] [--grace S] -- PROGRAM ARGS...
 //
-// Each rank runs PROGRAM with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
-// MASTER_PORT set (see dist/init.h). Output lines are prefixed "[rank N] " (--quiet-others
-// shows rank 0 only). When a rank fails, the others get SIGTERM, then SIGKILL after the grace
-// period (default 5 s), and rgrun exits non-zero naming the rank and how it ended. Without
-// --master-port a single-node job picks a free port.
+// Each rank runs PROGRAM with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT and RG_JOB_TOKEN set (see dist/init.h). The job token proves to the store and
+// the peer links that a connection belongs to this job: a random one per job, or, when the
+// job spans nodes, one every node derives from --rdzv-id (or RG_JOB_TOKEN, which always wins).
+// Output lines are prefixed "[rank N] " (--quiet-others shows rank 0 only). When a rank
+// fails, the others get SIGTERM, then SIGKILL after the grace period, and rgrun names the
+// rank whose failure came first by cause (see blame()): a rank killed by a signal, or one
+// that was stopped (SIGSTOP) while the others waited for it, before the ranks that merely
+// reported the loss. Without --master-port a single-node job picks a free port.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -32,71 +41,89 @@ struct Args {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
+  std::string rdzv_id;
   bool quiet_others = false;
   double grace_seconds = 5;
   std::vector<char*> program;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "rgrun: %s\nusage: rgrun --nproc-per-node N [--nnodes M --node-rank I "
-               "--master-addr A --master-port P] [--quiet-others] [--grace SECONDS] -- PROGRAM "
-               "ARGS...\n",
-               problem.c_str());
+[[noreturn]] void usage_error(const std::string& problem) {
+  std::fprintf(stderr, "rgrun: %s (see rgrun --help)\n", problem.c_str());
   std::exit(2);
 }
 
-int to_int(const char* s, const char* flag, int min_value) {
-  char* end = nullptr;
-  long v = std::strtol(s, &end, 10);
-  if (end == s || *end || v < min_value || v > 1 << 20)
-    usage(std::string(flag) + " expects an integer >= " + std::to_string(min_value));
-  return static_cast<int>(v);
+void add_flags(CLI::App& app, Args& a) {
+  app.option_defaults()->always_capture_default();
+  app.add_option("--nproc-per-node,--nproc_per_node", a.nproc_per_node, "ranks on this node")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--nnodes", a.nnodes, "nodes in the job")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--node-rank,--node_rank", a.node_rank, "index of this node, below --nnodes")
+      ->check(CLI::Range(0, 1 << 16));
+  app.add_option("--master-addr,--master_addr", a.master_addr, "host of rank 0's store");
+  app.add_option("--master-port,--master_port", a.master_port,
+                 "port of rank 0's store (0: a free one; single node only)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--rdzv-id,--rdzv_id", a.rdzv_id,
+                 "job id, the same on every node; the job token derives from it "
+                 "(needed with --nnodes > 1 unless RG_JOB_TOKEN is set)");
+  app.add_flag("--quiet-others", a.quiet_others, "print rank 0's output only");
+  app.add_option("--grace", a.grace_seconds,
+                 "seconds between SIGTERM and SIGKILL when the ranks are stopped")
+      ->check(CLI::Range(0.0, 3600.0));
 }
 
+// Flags before "--", the program after it.
 Args parse(int argc, char** argv) {
   Args a;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--") {
-      ++i;
-      break;
-    }
-    if (flag == "--quiet-others") {
-      a.quiet_others = true;
-      continue;
-    }
-    // Accept both --flag value and --flag=value.
-    std::string value;
-    if (auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      value = argv[++i];
-    }
-    if (flag == "--nproc-per-node" || flag == "--nproc_per_node")
-      a.nproc_per_node = to_int(value.c_str(), "--nproc-per-node", 1);
-    else if (flag == "--nnodes")
-      a.nnodes = to_int(value.c_str(), "--nnodes", 1);
-    else if (flag == "--node-rank" || flag == "--node_rank")
-      a.node_rank = to_int(value.c_str(), "--node-rank", 0);
-    else if (flag == "--master-addr" || flag == "--master_addr")
-      a.master_addr = value;
-    else if (flag == "--master-port" || flag == "--master_port")
-      a.master_port = to_int(value.c_str(), "--master-port", 1);
-    else if (flag == "--grace")
-      a.grace_seconds = std::atof(value.c_str());
-    else
-      usage("unknown option " + flag);
+  int split = 1;
+  while (split < argc && std::strcmp(argv[split], "--") != 0) ++split;
+  CLI::App app{
+      "rgrun: starts the ranks of a data-parallel job on this node, like torchrun. "
+      "Usage: rgrun [flags] -- PROGRAM ARGS...",
+      "rgrun"};
+  add_flags(app, a);
+  std::vector<std::string> flags(argv + 1, argv + split);
+  std::reverse(flags.begin(), flags.end());  // CLI11 takes a vector in reverse order
+  try {
+    app.parse(flags);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
   }
-  for (; i < argc; ++i) a.program.push_back(argv[i]);
-  if (a.program.empty()) usage("no program given (put it after --)");
+  for (int i = split + 1; i < argc; ++i) a.program.push_back(argv[i]);
+  if (a.program.empty()) usage_error("no program given (put it after --)");
   a.program.push_back(nullptr);
-  if (a.node_rank >= a.nnodes) usage("--node-rank must be below --nnodes");
-  if (a.nnodes > 1 && a.master_port == 0) usage("a multi-node job needs --master-port");
+  if (a.node_rank >= a.nnodes)
+    usage_error("--node-rank " + std::to_string(a.node_rank) + " must be below --nnodes " +
+                std::to_string(a.nnodes));
+  if (a.nnodes > 1 && a.master_port == 0) usage_error("a multi-node job needs --master-port");
   return a;
+}
+
+// RG_JOB_TOKEN for the ranks: the caller's, else one derived from --rdzv-id, else (one node
+// only) a random one.
+std::string job_token(const Args& a) {
+  const char* given = std::getenv("RG_JOB_TOKEN");
+  if (given && *given) return given;
+  if (!a.rdzv_id.empty()) return "rdzv-" + a.rdzv_id;
+  if (a.nnodes > 1)
+    usage_error(
+        "a multi-node job needs --rdzv-id ID or RG_JOB_TOKEN, the same on every node "
+        "(the ranks use it to refuse connections from other jobs)");
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
+    std::perror("rgrun: getrandom");
+    std::exit(1);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[b >> 4];
+    hex += digits[b & 15];
+  }
+  return hex;
 }
 
 // A port nobody listens on right now (the ranks' store binds it a moment later).
@@ -122,24 +149,46 @@ struct Rank {
   int fds[2] = {-1, -1};  // stdout, stderr pipes (read ends)
   std::string partial[2];
   bool running = true;
+  bool stopped = false;  // stopped by a signal (SIGSTOP, SIGTSTP) and not continued
+  int stop_signal = 0;
   int status = 0;
+  int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
+  bool ended_after_our_signal = false;
+  int blames = -1;  // the rank this rank's first error names as the cause, or -1
 };
 
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
+std::string signal_name(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return name ? std::string("SIG") + name : "signal " + std::to_string(sig);
+}
+
 std::string describe_end(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) +
-           (name ? std::string(" (SIG") + name + ")" : "");
-  }
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           signal_name(WTERMSIG(status)) + ")";
   return "ended with status " + std::to_string(status);
 }
 
-void emit(const Rank& r, int stream, const std::string& line, bool quiet_others) {
+// Remembers which other rank an error line blames: survivors name the peer they lost
+// (dist/: "rank 1 aborted: ...", "rank 1 failed: ...", "waiting for rank 0", "rank 0 has gone",
+// "rank 0 does not answer"). Errors nest ("rank 2: rank 1 failed: ... rank 0 does not
+// answer"), so the last such name is the deepest cause.
+void note_named_ranks(Rank& r, const std::string& line) {
+  static const std::regex blamed(
+      R"(\brank (\d+) (?:aborted|failed|has gone|does not answer|did not answer|did not join|)"
+      R"(did not connect|stopped answering)|waiting for rank (\d+))");
+  int last = -1;
+  for (std::sregex_iterator it(line.begin(), line.end(), blamed), end; it != end; ++it)
+    last = std::atoi(((*it)[1].matched ? (*it)[1] : (*it)[2]).str().c_str());
+  if (r.blames < 0 && last >= 0 && last != r.rank) r.blames = last;
+}
+
+void emit(Rank& r, int stream, const std::string& line, bool quiet_others) {
+  if (stream == 1) note_named_ranks(r, line);
   if (quiet_others && r.rank != 0) return;
   std::string out = "[rank " + std::to_string(r.rank) + "] " + line + "\n";
   FILE* f = stream == 0 ? stdout : stderr;
@@ -184,6 +233,9 @@ pid_t spawn(const Args& a, Rank& r, int local_rank, int world_size, int port) {
   if (pid == 0) {
     setpgid(0, 0);                     // its own process group: stopping it stops its children
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // and it dies if rgrun does
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     dup2(out[1], 1);
     dup2(err[1], 2);
     close(out[0]);
@@ -210,10 +262,188 @@ pid_t spawn(const Args& a, Rank& r, int local_rank, int world_size, int port) {
   return pid;
 }
 
+// The ranks of this node and what rgrun did to them.
+class Supervisor {
+ public:
+  Supervisor(const Args& a, std::vector<Rank>& ranks) : a_(a), ranks_(ranks) {}
+
+  // Runs until every rank has ended (and its output is drained).
+  void run() {
+    for (;;) {
+      pump_output(50);
+      const bool any_running = reap();
+      if (g_signal && !stopping_) {
+        std::fprintf(stderr, "rgrun: got signal %d, stopping the ranks\n", int(g_signal));
+        stop_all();
+      }
+      // The others get a moment to end by themselves (and print their own errors) before
+      // they are stopped.
+      if (first_failure_ >= 0 && !stopping_ && Clock::now() > settle_until_) stop_all();
+      if (stopping_ && any_running && Clock::now() > kill_at_) send_all(SIGKILL);
+      bool pipes_open = false;
+      for (auto& r : ranks_) pipes_open |= r.fds[0] >= 0 || r.fds[1] >= 0;
+      if (!any_running && (!pipes_open || stopping_)) break;
+    }
+    drain_leftovers();
+  }
+
+  bool failed() const { return first_failure_ >= 0; }
+  // Ranks stopped (SIGSTOP) when the first failure came.
+  const std::vector<int>& stopped_at_failure() const { return stopped_at_failure_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void pump_output(int timeout_ms) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, int>> which;
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      for (int s = 0; s < 2; ++s)
+        if (ranks_[i].fds[s] >= 0) {
+          fds.push_back({ranks_[i].fds[s], POLLIN, 0});
+          which.push_back({int(i), s});
+        }
+    if (!fds.empty()) poll(fds.data(), fds.size(), timeout_ms);
+    for (size_t k = 0; k < fds.size(); ++k)
+      if (fds[k].revents) drain(ranks_[which[k].first], which[k].second, a_.quiet_others);
+  }
+
+  // Collects ended, stopped and continued ranks; true while any is still running.
+  bool reap() {
+    bool any_running = false;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      Rank& r = ranks_[i];
+      if (!r.running) continue;
+      int status = 0;
+      const pid_t got = waitpid(r.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
+      if (got == r.pid && WIFSTOPPED(status)) {
+        r.stopped = true;
+        r.stop_signal = WSTOPSIG(status);
+        std::fprintf(stderr,
+                     "rgrun: rank %d is stopped (%s); the job cannot go on until it "
+                     "continues\n",
+                     r.rank, signal_name(r.stop_signal).c_str());
+      } else if (got == r.pid && WIFCONTINUED(status)) {
+        r.stopped = false;
+      } else if (got == r.pid) {
+        r.running = false;
+        r.status = status;
+        r.end_order = ended_++;
+        r.ended_after_our_signal = stopping_;
+        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && first_failure_ < 0 && !stopping_) note_first_failure(int(i));
+        continue;
+      }
+      any_running = true;
+    }
+    return any_running;
+  }
+
+  void note_first_failure(int i) {
+    first_failure_ = i;
+    settle_until_ = Clock::now() + kSettle;
+    for (const Rank& r : ranks_)
+      if (r.running && r.stopped) stopped_at_failure_.push_back(r.rank);
+  }
+
+  void send_all(int sig) {
+    for (auto& r : ranks_)
+      if (r.running) kill(-r.pid, sig);
+  }
+
+  // SIGTERM, and SIGCONT so a stopped rank handles it (removing its temp files) too.
+  void stop_all() {
+    stopping_ = true;
+    send_all(SIGTERM);
+    send_all(SIGCONT);
+    kill_at_ = Clock::now() + std::chrono::milliseconds(int64_t(a_.grace_seconds * 1000));
+  }
+
+  // What is left in the pipes (a grandchild may still hold them).
+  void drain_leftovers() {
+    for (auto& r : ranks_) {
+      for (int s = 0; s < 2; ++s) {
+        if (r.fds[s] < 0) continue;
+        pollfd p{r.fds[s], POLLIN, 0};
+        while (r.fds[s] >= 0 && poll(&p, 1, 0) > 0 && drain(r, s, a_.quiet_others)) {
+        }
+        if (!r.partial[s].empty()) emit(r, s, r.partial[s], a_.quiet_others);
+      }
+    }
+  }
+
+  const Args& a_;
+  std::vector<Rank>& ranks_;
+  int first_failure_ = -1;  // index of the first rank that failed
+  int ended_ = 0;
+  bool stopping_ = false;
+  Clock::time_point kill_at_, settle_until_;
+  std::vector<int> stopped_at_failure_;
+  static constexpr std::chrono::milliseconds kSettle{1000};
+};
+
+bool failed(const Rank& r) { return !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0); }
+
+const Rank* by_rank(const std::vector<Rank>& ranks, int rank) {
+  for (const Rank& r : ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+struct Blame {
+  const Rank* rank = nullptr;
+  std::string why;  // how it ended, as a sentence fragment
+  int exit_code = 1;
+};
+
+// The rank whose failure came first by cause, in this order: a rank killed by a signal rgrun
+// did not send (a crash, an OOM kill, kill -9); a rank that was stopped while the others
+// failed waiting for it; the rank that the others' errors name most; the first to fail.
+Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
+  const Rank* signaled = nullptr;
+  for (const Rank& r : ranks)
+    if (!r.ended_after_our_signal && r.end_order >= 0 && WIFSIGNALED(r.status) &&
+        (!signaled || r.end_order < signaled->end_order))
+      signaled = &r;
+  if (signaled) return {signaled, describe_end(signaled->status), 128 + WTERMSIG(signaled->status)};
+  if (!stopped.empty()) {
+    const Rank* r = by_rank(ranks, stopped.front());
+    return {r,
+            "was stopped (" + signal_name(r->stop_signal) +
+                ") while the other ranks waited for it, and was then ended",
+            128 + r->stop_signal};
+  }
+  // Each rank's error points at another ("rank 1 failed"), which may point further
+  // ("rank 0 does not answer"): follow the chain to its end and count a vote for it.
+  std::map<int, int> votes;
+  for (const Rank& r : ranks) {
+    if (!failed(r) || r.ended_after_our_signal || r.blames < 0) continue;
+    const Rank* root = by_rank(ranks, r.blames);
+    for (size_t hops = 0; root && root->blames >= 0 && hops < ranks.size(); ++hops) {
+      const Rank* next = by_rank(ranks, root->blames);
+      if (!next) break;
+      root = next;
+    }
+    if (root) ++votes[root->rank];
+  }
+  const Rank* first = nullptr;
+  for (const Rank& r : ranks)
+    if (failed(r) && r.end_order >= 0 && (!first || r.end_order < first->end_order)) first = &r;
+  const Rank* named = nullptr;
+  int best = 0;
+  for (auto& [k, n] : votes)
+    if (n > best) best = n, named = by_rank(ranks, k);
+  const Rank* cause = named && failed(*named) ? named : first;
+  const int code =
+      WIFEXITED(cause->status) ? WEXITSTATUS(cause->status) : 128 + WTERMSIG(cause->status);
+  return {cause, describe_end(cause->status), code};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  setenv("RG_JOB_TOKEN", job_token(a).c_str(), 1);
   const int port = a.master_port ? a.master_port : free_port();
   const int world_size = a.nnodes * a.nproc_per_node;
   signal(SIGINT, on_signal);
@@ -225,74 +455,14 @@ int main(int argc, char** argv) {
     ranks[local].rank = a.node_rank * a.nproc_per_node + local;
     ranks[local].pid = spawn(a, ranks[local], local, world_size, port);
   }
+  Supervisor supervisor(a, ranks);
+  supervisor.run();
 
-  using Clock = std::chrono::steady_clock;
-  int failed = -1;  // index of the first rank that failed
-  bool stopping = false;
-  Clock::time_point kill_at;
-  auto stop_all = [&](int sig) {
-    for (auto& r : ranks)
-      if (r.running) kill(-r.pid, sig);
-  };
-
-  for (;;) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<int, int>> which;
-    for (int i = 0; i < a.nproc_per_node; ++i) {
-      for (int s = 0; s < 2; ++s) {
-        if (ranks[i].fds[s] < 0) continue;
-        fds.push_back({ranks[i].fds[s], POLLIN, 0});
-        which.push_back({i, s});
-      }
-    }
-    if (!fds.empty()) poll(fds.data(), fds.size(), 50);
-    for (size_t k = 0; k < fds.size(); ++k)
-      if (fds[k].revents) drain(ranks[which[k].first], which[k].second, a.quiet_others);
-
-    bool any_running = false;
-    for (int i = 0; i < a.nproc_per_node; ++i) {
-      Rank& r = ranks[i];
-      if (!r.running) continue;
-      if (waitpid(r.pid, &r.status, WNOHANG) == r.pid) {
-        r.running = false;
-        bool ok = WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
-        if (!ok && failed < 0 && !stopping) failed = i;
-      } else {
-        any_running = true;
-      }
-    }
-    if (g_signal && !stopping) {
-      std::fprintf(stderr, "rgrun: got signal %d, stopping the ranks\n", int(g_signal));
-      stopping = true;
-      stop_all(SIGTERM);
-      kill_at = Clock::now() + std::chrono::milliseconds(int(a.grace_seconds * 1000));
-    }
-    if (failed >= 0 && !stopping) {
-      stopping = true;
-      stop_all(SIGTERM);
-      kill_at = Clock::now() + std::chrono::milliseconds(int(a.grace_seconds * 1000));
-    }
-    if (stopping && any_running && Clock::now() > kill_at) stop_all(SIGKILL);
-    bool pipes_open = false;
-    for (auto& r : ranks) pipes_open |= r.fds[0] >= 0 || r.fds[1] >= 0;
-    if (!any_running && (!pipes_open || stopping)) break;
-  }
-  for (auto& r : ranks) {  // what is left in the pipes (a grandchild may still hold them)
-    for (int s = 0; s < 2; ++s) {
-      if (r.fds[s] < 0) continue;
-      pollfd p{r.fds[s], POLLIN, 0};
-      while (r.fds[s] >= 0 && poll(&p, 1, 0) > 0 && drain(r, s, a.quiet_others)) {
-      }
-      if (!r.partial[s].empty()) emit(r, s, r.partial[s], a.quiet_others);
-    }
-  }
-
-  if (failed >= 0) {
-    const Rank& r = ranks[failed];
-    std::fprintf(stderr, "rgrun: rank %d %s; the other ranks were stopped\n", r.rank,
-                 describe_end(r.status).c_str());
-    if (WIFEXITED(r.status)) return WEXITSTATUS(r.status);
-    return 128 + (WIFSIGNALED(r.status) ? WTERMSIG(r.status) : 0);
+  if (supervisor.failed()) {
+    const Blame b = blame(ranks, supervisor.stopped_at_failure());
+    std::fprintf(stderr, "rgrun: rank %d %s; the other ranks were stopped\n", b.rank->rank,
+                 b.why.c_str());
+    return b.exit_code;
   }
   if (g_signal) return 128 + g_signal;
   return 0;

@@ -1,46 +1,163 @@
+// AtomicFile and its signal-safe temp-file cleanup; see atomic_file.h.
 #include "core/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
 
 namespace rg {
+namespace {
+
+// Temp paths being written, readable from a signal handler: a slot is claimed (free ->
+// filling), its path copied, then published (filling -> ready); the handler only reads
+// ready slots. Paths longer than the slot are not registered (removed only on restart).
+constexpr int kSlots = 32;
+constexpr size_t kSlotBytes = 4096;
+enum SlotState : int { kFree = 0, kFilling = 1, kReady = 2 };
+std::atomic<int> g_slot_state[kSlots];
+char g_slot_path[kSlots][kSlotBytes];
+
+int register_temp(const std::string& path) {
+  if (path.size() >= kSlotBytes) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!g_slot_state[i].compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(g_slot_path[i], path.c_str(), path.size() + 1);
+    g_slot_state[i].store(kReady);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temp(int slot) {
+  if (slot >= 0) g_slot_state[slot].store(kFree);
+}
+
+extern "C" void remove_temps_and_reraise(int sig) {
+  for (int i = 0; i < kSlots; ++i)
+    if (g_slot_state[i].load() == kReady) ::unlink(g_slot_path[i]);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+struct SplitPath {
+  std::string dir;   // with its trailing '/', or empty for the working directory
+  std::string name;  // the last component
+};
+
+SplitPath split(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {"", path};
+  return {path.substr(0, slash + 1), path.substr(slash + 1)};
+}
+
+std::string temp_prefix(const std::string& name) { return "." + name + ".tmp."; }
+
+void fsync_directory(const std::string& dir, const std::string& path) {
+  const std::string d = dir.empty() ? "." : dir;
+  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  RG_CHECK(fd >= 0, "save '", path, "': cannot open directory '", d,
+           "' to fsync it: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  RG_CHECK(rc == 0, "save '", path, "': fsync of directory '", d, "' failed: ", std::strerror(err));
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  static std::atomic<uint64_t> counter{0};
+  const SplitPath p = split(path_);
+  RG_CHECK(!p.name.empty(), "save: '", path_, "' names a directory, not a file");
+  temp_path_ = p.dir + temp_prefix(p.name) + std::to_string(::getpid()) + "." +
+               std::to_string(counter.fetch_add(1));
+  slot_ = register_temp(temp_path_);  // before the file exists: a signal never misses it
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    unregister_temp(slot_);
+    RG_FAIL("save: cannot create '", temp_path_, "' (to write '", path_,
+            "'): ", std::strerror(err));
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {  // not committed: discard the partial file
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+  }
+  unregister_temp(slot_);
+}
+
+void AtomicFile::write(const void* data, size_t nbytes) {
+  RG_CHECK(fd_ >= 0, "save: write to '", path_, "' after commit");
+  const char* p = static_cast<const char*>(data);
+  while (nbytes > 0) {
+    const ssize_t n = ::write(fd_, p, std::min<size_t>(nbytes, 1 << 30));
+    if (n < 0 && errno == EINTR) continue;
+    RG_CHECK(n > 0, "save: error writing '", temp_path_, "' (to write '", path_,
+             "'): ", n < 0 ? std::strerror(errno) : "no progress");
+    p += n;
+    nbytes -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  RG_CHECK(fd_ >= 0, "save: '", path_, "' committed twice");
+  RG_CHECK(::fsync(fd_) == 0, "save: fsync of '", temp_path_, "' failed: ", std::strerror(errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0 || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp_path_.c_str());
+    unregister_temp(slot_);
+    slot_ = -1;
+    RG_FAIL("save: cannot move '", temp_path_, "' to '", path_, "': ", std::strerror(err));
+  }
+  unregister_temp(slot_);
+  slot_ = -1;
+  fsync_directory(split(path_).dir, path_);
+}
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  RG_CHECK(fd >= 0, "write_file_atomically: cannot create '", tmp, "'");
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      RG_FAIL("write_file_atomically: writing '", tmp, "' failed");
-    }
-    done += static_cast<size_t>(n);
+  AtomicFile file(path);
+  file.write(contents.data(), contents.size());
+  file.commit();
+}
+
+void remove_temp_files_on_signal() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction sa {};
+    sa.sa_handler = remove_temps_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;  // a second signal ends the process at once
+    ::sigaction(sig, &sa, nullptr);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    RG_FAIL("write_file_atomically: flushing '", tmp, "' failed");
+}
+
+std::vector<std::string> remove_stale_temp_files(const std::string& path) {
+  const SplitPath p = split(path);
+  const std::string prefix = temp_prefix(p.name);
+  std::vector<std::string> removed;
+  DIR* dir = ::opendir(p.dir.empty() ? "." : p.dir.c_str());
+  if (!dir) return removed;  // no directory yet: nothing left behind
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string stale = p.dir + name;
+    if (::unlink(stale.c_str()) == 0) removed.push_back(stale);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    RG_FAIL("write_file_atomically: renaming '", tmp, "' to '", path, "' failed");
-  }
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, std::max<size_t>(slash, 1));
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ::closedir(dir);
+  return removed;
 }
 
 }  // namespace rg

@@ -1,15 +1,18 @@
+// TraceRecorder and merge_traces; see trace.h. JSON is written and read with nlohmann-json.
 #include "dist/trace.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <sstream>
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace rg::dist {
 
-TraceRecorder::TraceRecorder() : origin_(std::chrono::steady_clock::now()) {}
+using nlohmann::json;
+
+TraceRecorder::TraceRecorder(TimePoint origin) : origin_(origin) {}
 
 double TraceRecorder::micros(TimePoint t) const {
   return std::chrono::duration<double, std::micro>(t - origin_).count();
@@ -22,11 +25,15 @@ int TraceRecorder::lane_id(const std::string& lane) {
   return static_cast<int>(lanes_.size());
 }
 
+void TraceRecorder::note_rank(int rank) {
+  if (std::find(ranks_seen_.begin(), ranks_seen_.end(), rank) == ranks_seen_.end())
+    ranks_seen_.push_back(rank);
+}
+
 void TraceRecorder::span(int rank, const std::string& lane, const std::string& name,
                          TimePoint start, TimePoint end, const std::string& args_json) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::find(ranks_seen_.begin(), ranks_seen_.end(), rank) == ranks_seen_.end())
-    ranks_seen_.push_back(rank);
+  note_rank(rank);
   events_.push_back({'X', rank, lane_id(lane), name, micros(start),
                      std::max(0.0, micros(end) - micros(start)), args_json});
 }
@@ -34,8 +41,7 @@ void TraceRecorder::span(int rank, const std::string& lane, const std::string& n
 void TraceRecorder::instant(int rank, const std::string& lane, const std::string& name,
                             TimePoint at) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::find(ranks_seen_.begin(), ranks_seen_.end(), rank) == ranks_seen_.end())
-    ranks_seen_.push_back(rank);
+  note_rank(rank);
   events_.push_back({'i', rank, lane_id(lane), name, micros(at), 0, ""});
 }
 
@@ -45,51 +51,55 @@ size_t TraceRecorder::event_count() const {
 }
 
 namespace {
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out;
+
+// Microseconds with 3 decimals (nanoseconds), so files stay small and diffable.
+double round_ns(double us) { return std::round(us * 1000.0) / 1000.0; }
+
+json metadata_event(const char* what, int pid, int tid, const std::string& name) {
+  return {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
 }
+
 }  // namespace
 
 std::string TraceRecorder::to_json() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(3);
-  os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  bool first = true;
-  auto sep = [&] {
-    if (!first) os << ",\n";
-    first = false;
-  };
+  json events = json::array();
   for (int rank : ranks_seen_) {
-    sep();
-    os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << rank
-       << ", \"tid\": 0, \"args\": {\"name\": \"rank " << rank << "\"}}";
-    for (size_t l = 0; l < lanes_.size(); ++l) {
-      sep();
-      os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << rank << ", \"tid\": " << l + 1
-         << ", \"args\": {\"name\": \"" << escape(lanes_[l]) << "\"}}";
-    }
+    events.push_back(metadata_event("process_name", rank, 0, "rank " + std::to_string(rank)));
+    for (size_t l = 0; l < lanes_.size(); ++l)
+      events.push_back(metadata_event("thread_name", rank, static_cast<int>(l + 1), lanes_[l]));
   }
   for (const Event& e : events_) {
-    sep();
-    os << "{\"ph\": \"" << e.phase << "\", \"name\": \"" << escape(e.name)
-       << "\", \"pid\": " << e.rank << ", \"tid\": " << e.lane << ", \"ts\": " << e.ts_us;
-    if (e.phase == 'X') os << ", \"dur\": " << e.dur_us;
-    if (e.phase == 'i') os << ", \"s\": \"t\"";
-    if (!e.args.empty()) os << ", \"args\": " << e.args;
-    os << "}";
+    json j = {{"ph", std::string(1, e.phase)},
+              {"name", e.name},
+              {"pid", e.rank},
+              {"tid", e.lane},
+              {"ts", round_ns(e.ts_us)}};
+    if (e.phase == 'X') j["dur"] = round_ns(e.dur_us);
+    if (e.phase == 'i') j["s"] = "t";
+    if (!e.args.empty()) {
+      json args = json::parse(e.args, nullptr, /*allow_exceptions=*/false);
+      j["args"] = args.is_discarded() ? json{{"text", e.args}} : std::move(args);
+    }
+    events.push_back(std::move(j));
   }
-  os << "\n]}\n";
-  return os.str();
+  json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+  // One level of indent: one event per line, readable and greppable.
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 void TraceRecorder::write(const std::string& path) const { write_file_atomically(path, to_json()); }
+
+std::string merge_traces(const std::vector<std::string>& traces) {
+  json events = json::array();
+  for (size_t i = 0; i < traces.size(); ++i) {
+    json doc = json::parse(traces[i], nullptr, /*allow_exceptions=*/false);
+    RG_CHECK(doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array(),
+             "merge_traces: trace ", i, " is not a {\"traceEvents\": [...]} document");
+    for (auto& e : doc["traceEvents"]) events.push_back(std::move(e));
+  }
+  json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
 
 }  // namespace rg::dist

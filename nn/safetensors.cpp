@@ -1,16 +1,15 @@
-// safetensors writer and validating reader, with the small JSON subset the header needs;
-// see safetensors.h.
+// safetensors writer and validating reader; see safetensors.h. The JSON header is parsed and
+// written with nlohmann-json (ordered, so tensors keep their order); what safetensors adds on
+// top of JSON (no duplicate keys, non-negative integers only, the entry fields, offsets that
+// tile the data buffer) is checked here.
 #include "nn/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.h"
 #include "data/read_file.h"
@@ -18,8 +17,11 @@
 namespace rg::nn {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 static_assert(std::endian::native == std::endian::little, "safetensors is little-endian");
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // as the reference implementation
+constexpr int kMaxDepth = 32;
 
 // ---- dtypes
 struct DTypeName {
@@ -36,291 +38,77 @@ const char* safetensors_name(DType dtype) {
   RG_FAIL("safetensors: no name for dtype ", dtype);
 }
 
-// ---- JSON: objects (key order kept), arrays, strings, non-negative integers, literals.
-struct Json {
-  enum Kind { null, boolean, integer, string, array, object } kind = null;
-  bool flag = false;
-  uint64_t number = 0;
-  std::string text;
-  std::vector<Json> items;        // array elements, or object values
-  std::vector<std::string> keys;  // object keys, parallel to items
-};
-
-class JsonParser {
- public:
-  JsonParser(const std::string& text, const std::string& where) : s_(text), where_(where) {}
-
-  Json parse_document() {
-    Json value = parse_value(0);
-    skip_space();
-    if (pos_ != s_.size()) fail("unexpected text after the top-level value");
-    return value;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& why) const {
-    RG_FAIL("safetensors: ", where_, ": bad JSON header at byte ", pos_, ": ", why);
-  }
-  void skip_space() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
-  }
-  char peek() {
-    skip_space();
-    if (pos_ >= s_.size()) fail("unexpected end");
-    return s_[pos_];
-  }
-  void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'");
-    ++pos_;
-  }
-  bool literal(const char* word) {
-    const size_t n = std::strlen(word);
-    if (s_.compare(pos_, n, word) != 0) return false;
-    pos_ += n;
-    return true;
-  }
-
-  Json parse_value(int depth) {
-    if (depth > 32) fail("nested too deeply");
-    Json v;
-    const char c = peek();
-    if (c == '{') {
-      v.kind = Json::object;
-      ++pos_;
-      if (peek() == '}') return ++pos_, v;
-      while (true) {
-        if (peek() != '"') fail("expected a string key");
-        v.keys.push_back(parse_string());
-        expect(':');
-        v.items.push_back(parse_value(depth + 1));
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect('}');
-        return v;
-      }
-    }
-    if (c == '[') {
-      v.kind = Json::array;
-      ++pos_;
-      if (peek() == ']') return ++pos_, v;
-      while (true) {
-        v.items.push_back(parse_value(depth + 1));
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect(']');
-        return v;
-      }
-    }
-    if (c == '"') {
-      v.kind = Json::string;
-      v.text = parse_string();
-      return v;
-    }
-    if (c >= '0' && c <= '9') {
-      v.kind = Json::integer;
-      v.number = parse_integer();
-      return v;
-    }
-    if (literal("true")) return v.kind = Json::boolean, v.flag = true, v;
-    if (literal("false")) return v.kind = Json::boolean, v;
-    if (literal("null")) return v;
-    fail(c == '-' ? "negative numbers are not valid here" : "unexpected character");
-  }
-
-  uint64_t parse_integer() {
-    uint64_t value = 0;
-    const size_t start = pos_;
-    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
-      const uint64_t digit = static_cast<uint64_t>(s_[pos_] - '0');
-      if (value > (UINT64_MAX - digit) / 10) fail("integer overflows 64 bits");
-      value = value * 10 + digit;
-      ++pos_;
-    }
-    if (pos_ - start > 1 && s_[start] == '0') fail("leading zero in a number");
-    if (pos_ < s_.size() && (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E'))
-      fail("only integers are valid in a safetensors header");
-    return value;
-  }
-
-  unsigned hex4() {
-    if (pos_ + 4 > s_.size()) fail("truncated \\u escape");
-    unsigned value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = s_[pos_++];
-      value <<= 4;
-      if (h >= '0' && h <= '9')
-        value |= h - '0';
-      else if (h >= 'a' && h <= 'f')
-        value |= h - 'a' + 10;
-      else if (h >= 'A' && h <= 'F')
-        value |= h - 'A' + 10;
-      else
-        fail("bad hex digit in \\u escape");
-    }
-    return value;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  std::string parse_string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (pos_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-          out.push_back('"');
-          break;
-        case '\\':
-          out.push_back('\\');
-          break;
-        case '/':
-          out.push_back('/');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00) {  // high surrogate: a low one must follow
-            if (!literal("\\u")) fail("unpaired surrogate in \\u escape");
-            const uint32_t low = hex4();
-            if (low < 0xDC00 || low >= 0xE000) fail("unpaired surrogate in \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp < 0xE000) {
-            fail("unpaired surrogate in \\u escape");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          fail(std::string("bad escape \\") + e);
-      }
-    }
-  }
-
-  const std::string& s_;
-  const std::string& where_;
-  size_t pos_ = 0;
-};
-
-void write_json_string(std::string& out, const std::string& s) {
-  out.push_back('"');
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\u00";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out.push_back('"');
-}
-
 // ---- writing: header, then each tensor's bytes, through `sink`
 using Sink = std::function<void(const void*, size_t)>;
+
+std::string header_text(const Json& header) {
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::exception&) {  // strict: names and metadata must be UTF-8
+    RG_FAIL("save_safetensors: a tensor name or metadata string is not valid UTF-8");
+  }
+  while (text.size() % 8 != 0) text += ' ';  // data buffer starts 8-byte aligned
+  return text;
+}
 
 void emit(const NamedTensors& tensors, const SafetensorsMetadata& metadata, const Sink& sink) {
   std::vector<Tensor> host;
   host.reserve(tensors.size());
-  std::string header = "{";
-  if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-      if (!first) header += ",";
-      first = false;
-      write_json_string(header, key);
-      header += ":";
-      write_json_string(header, value);
-    }
-    header += "}";
-  }
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = Json(metadata);
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, tensor] = tensors[i];
     RG_CHECK(!name.empty() && name != "__metadata__", "save_safetensors: tensor ", i,
              " has the invalid name '", name, "'");
-    for (size_t j = 0; j < i; ++j)
-      RG_CHECK(tensors[j].first != name, "save_safetensors: duplicate tensor name '", name, "'");
+    RG_CHECK(!header.contains(name), "save_safetensors: duplicate tensor name '", name, "'");
     RG_CHECK(tensor.defined(), "save_safetensors: tensor '", name, "' is undefined");
     Tensor t = tensor.detach().to(kCPU).contiguous();
-    if (header.size() > 1) header += ",";
-    write_json_string(header, name);
-    header += ":{\"dtype\":\"";
-    header += safetensors_name(t.dtype());
-    header += "\",\"shape\":[";
-    for (size_t d = 0; d < t.shape().size(); ++d) {
-      if (d > 0) header += ',';
-      header += std::to_string(t.shape()[d]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(offset) + ",";
+    header[name] = {{"dtype", safetensors_name(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
-    header += std::to_string(offset) + "]}";
     host.push_back(std::move(t));
   }
-  header += "}";
-  while (header.size() % 8 != 0) header += ' ';  // data buffer starts 8-byte aligned
-  const uint64_t n = header.size();
+  const std::string text = header_text(header);
+  const uint64_t n = text.size();
   sink(&n, 8);
-  sink(header.data(), header.size());
+  sink(text.data(), text.size());
   for (const Tensor& t : host)
     if (t.nbytes() > 0) sink(t.data_ptr(), t.nbytes());
 }
 
 // ---- reading
-const Json* member(const Json& object, const char* key) {
-  for (size_t i = 0; i < object.keys.size(); ++i)
-    if (object.keys[i] == key) return &object.items[i];
-  return nullptr;
+// Parses the header; rejects duplicate keys (JSON allows them, safetensors does not) and
+// deep nesting while parsing.
+Json parse_header(const std::string& header, const std::string& where) {
+  std::vector<std::set<std::string>> keys;  // per open object
+  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    RG_CHECK(depth <= kMaxDepth, "safetensors: ", where, ": bad JSON header: nested too deeply");
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty()) {
+      const std::string key = parsed.get<std::string>();
+      RG_CHECK(keys.back().insert(key).second, "safetensors: ", where, ": duplicate key '", key,
+               "'");
+    }
+    return true;
+  };
+  try {
+    return Json::parse(header, check);
+  } catch (const Json::parse_error& e) {
+    RG_FAIL("safetensors: ", where, ": bad JSON header at byte ", e.byte, ": ", e.what());
+  }
+}
+
+// A non-negative integer of the header; `what` names it in errors.
+uint64_t header_integer(const Json& v, const std::string& what) {
+  RG_CHECK(!v.is_number_float(), what, ": only integers are valid in a safetensors header");
+  RG_CHECK(!v.is_number_integer() || v.is_number_unsigned(), what,
+           ": negative numbers are not valid here");
+  RG_CHECK(v.is_number_unsigned(), what, " must be integers");
+  return v.get<uint64_t>();
 }
 
 struct Entry {
@@ -330,154 +118,52 @@ struct Entry {
   uint64_t begin, end;
 };
 
+DType parse_dtype(const Json& info, const std::string& what) {
+  auto it = info.find("dtype");
+  RG_CHECK(it != info.end() && it->is_string(), what, ": missing or non-string \"dtype\"");
+  const std::string& name = it->get_ref<const std::string&>();
+  for (const auto& d : kDTypeNames)
+    if (name == d.name) return d.dtype;
+  RG_FAIL(what, ": unknown dtype '", name, "' (supported: F32, F64, BF16, I32, I64, BOOL)");
+}
+
 Entry parse_entry(const std::string& name, const Json& info, const std::string& where) {
   const std::string what = where + ": tensor '" + name + "'";
-  RG_CHECK(info.kind == Json::object, what, ": entry is not a JSON object");
-  const Json* dtype = member(info, "dtype");
-  const Json* shape = member(info, "shape");
-  const Json* offsets = member(info, "data_offsets");
-  RG_CHECK(dtype && dtype->kind == Json::string, what, ": missing or non-string \"dtype\"");
-  RG_CHECK(shape && shape->kind == Json::array, what, ": missing or non-array \"shape\"");
-  RG_CHECK(offsets && offsets->kind == Json::array && offsets->items.size() == 2, what,
+  RG_CHECK(info.is_object(), what, ": entry is not a JSON object");
+  Entry e{name, parse_dtype(info, what), {}, 0, 0};
+  auto shape = info.find("shape");
+  auto offsets = info.find("data_offsets");
+  RG_CHECK(shape != info.end() && shape->is_array(), what, ": missing or non-array \"shape\"");
+  RG_CHECK(offsets != info.end() && offsets->is_array() && offsets->size() == 2, what,
            ": \"data_offsets\" must be an array of two integers");
-  Entry e{name, DType::f32, {}, 0, 0};
-  bool known = false;
-  for (const auto& d : kDTypeNames)
-    if (dtype->text == d.name) e.dtype = d.dtype, known = true;
-  RG_CHECK(known, what, ": unknown dtype '", dtype->text,
-           "' (supported: F32, F64, BF16, I32, I64, BOOL)");
   uint64_t numel = 1;
-  for (const Json& dim : shape->items) {
-    RG_CHECK(dim.kind == Json::integer, what, ": shape entries must be integers");
-    RG_CHECK(dim.number <= (1ull << 48) && (dim.number == 0 || numel <= (1ull << 48) / dim.number),
-             what, ": shape is too large");
-    numel *= dim.number;
-    e.shape.push_back(static_cast<int64_t>(dim.number));
+  for (const Json& dim : *shape) {
+    const uint64_t d = header_integer(dim, what + ": shape entries");
+    RG_CHECK(d <= (1ull << 48) && (d == 0 || numel <= (1ull << 48) / d), what,
+             ": shape is too large");
+    numel *= d;
+    e.shape.push_back(static_cast<int64_t>(d));
   }
-  for (const Json& o : offsets->items)
-    RG_CHECK(o.kind == Json::integer, what, ": data_offsets must be integers");
-  e.begin = offsets->items[0].number;
-  e.end = offsets->items[1].number;
+  e.begin = header_integer((*offsets)[0], what + ": data_offsets");
+  e.end = header_integer((*offsets)[1], what + ": data_offsets");
   RG_CHECK(e.begin <= e.end, what, ": data_offsets [", e.begin, ", ", e.end, "] are reversed");
   const uint64_t expected = numel * itemsize(e.dtype);
-  RG_CHECK(e.end - e.begin == expected, what, ": shape ", shape_str(e.shape), " x ", dtype->text,
-           " needs ", expected, " bytes but data_offsets [", e.begin, ", ", e.end, "] hold ",
-           e.end - e.begin);
+  RG_CHECK(e.end - e.begin == expected, what, ": shape ", shape_str(e.shape), " x ",
+           safetensors_name(e.dtype), " needs ", expected, " bytes but data_offsets [", e.begin,
+           ", ", e.end, "] hold ", e.end - e.begin);
   return e;
 }
 
-}  // namespace
-
-// ---- AtomicFileWriter
-AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
-  static std::atomic<uint64_t> counter{0};
-  const size_t slash = path_.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "" : path_.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path_ : path_.substr(slash + 1);
-  RG_CHECK(!base.empty(), "save: '", path_, "' names a directory, not a file");
-  temp_path_ = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-               std::to_string(counter.fetch_add(1));
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  RG_CHECK(fd_ >= 0, "save: cannot create '", temp_path_, "' (to write '", path_,
-           "'): ", std::strerror(errno));
-}
-
-AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) {  // not committed: discard the partial file
-    ::close(fd_);
-    ::unlink(temp_path_.c_str());
+void parse_metadata(const Json& value, const std::string& where, SafetensorsMetadata& out) {
+  RG_CHECK(value.is_object(), "safetensors: ", where, ": __metadata__ is not an object");
+  for (const auto& [key, v] : value.items()) {
+    RG_CHECK(v.is_string(), "safetensors: ", where, ": __metadata__['", key, "'] is not a string");
+    out[key] = v.get<std::string>();
   }
 }
 
-void AtomicFileWriter::write(const void* data, size_t nbytes) {
-  RG_CHECK(fd_ >= 0, "save: write to '", path_, "' after commit");
-  const char* p = static_cast<const char*>(data);
-  while (nbytes > 0) {
-    const ssize_t n = ::write(fd_, p, std::min<size_t>(nbytes, 1 << 30));
-    if (n < 0 && errno == EINTR) continue;
-    RG_CHECK(n > 0, "save: error writing '", temp_path_, "' (to write '", path_,
-             "'): ", n < 0 ? std::strerror(errno) : "no progress");
-    p += n;
-    nbytes -= static_cast<size_t>(n);
-  }
-}
-
-void AtomicFileWriter::commit() {
-  RG_CHECK(fd_ >= 0, "save: '", path_, "' committed twice");
-  RG_CHECK(::fsync(fd_) == 0, "save: fsync of '", temp_path_, "' failed: ", std::strerror(errno));
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0 || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp_path_.c_str());
-    RG_FAIL("save: cannot move '", temp_path_, "' to '", path_, "': ", std::strerror(err));
-  }
-  // Make the rename itself durable.
-  const size_t slash = path_.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  RG_CHECK(dir_fd >= 0, "save: cannot open directory '", dir,
-           "' to fsync it: ", std::strerror(errno));
-  const int rc = ::fsync(dir_fd);
-  const int err = errno;
-  ::close(dir_fd);
-  RG_CHECK(rc == 0, "save: fsync of directory '", dir, "' failed: ", std::strerror(err));
-}
-
-// ---- public API
-std::string serialize_safetensors(const NamedTensors& tensors,
-                                  const SafetensorsMetadata& metadata) {
-  std::string out;
-  emit(tensors, metadata,
-       [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); });
-  return out;
-}
-
-void save_safetensors(const std::string& path, const NamedTensors& tensors,
-                      const SafetensorsMetadata& metadata) {
-  AtomicFileWriter file(path);
-  emit(tensors, metadata, [&](const void* p, size_t n) { file.write(p, n); });
-  file.commit();
-}
-
-SafetensorsContents parse_safetensors(const std::string& bytes, const std::string& source) {
-  const std::string where = "'" + source + "'";
-  RG_CHECK(bytes.size() >= 8, "safetensors: ", where, " is truncated: ", bytes.size(),
-           " bytes, less than the 8-byte header length");
-  uint64_t n;
-  std::memcpy(&n, bytes.data(), 8);
-  RG_CHECK(n <= bytes.size() - 8, "safetensors: ", where, ": header length ", n,
-           " goes beyond the file (", bytes.size(), " bytes): truncated or not safetensors");
-  RG_CHECK(n <= kMaxHeaderBytes, "safetensors: ", where, ": header length ", n,
-           " exceeds the limit of ", kMaxHeaderBytes);
-  const std::string header = bytes.substr(8, n);
-  RG_CHECK(!header.empty() && header[0] == '{', "safetensors: ", where,
-           ": header does not start with '{': not safetensors");
-  const Json root = JsonParser(header, where).parse_document();
-  RG_CHECK(root.kind == Json::object, "safetensors: ", where, ": header is not a JSON object");
-
-  SafetensorsContents out;
-  std::vector<Entry> entries;
-  for (size_t i = 0; i < root.keys.size(); ++i) {
-    const std::string& key = root.keys[i];
-    const Json& value = root.items[i];
-    for (size_t j = 0; j < i; ++j)
-      RG_CHECK(root.keys[j] != key, "safetensors: ", where, ": duplicate key '", key, "'");
-    if (key == "__metadata__") {
-      RG_CHECK(value.kind == Json::object, "safetensors: ", where,
-               ": __metadata__ is not an object");
-      for (size_t k = 0; k < value.keys.size(); ++k) {
-        RG_CHECK(value.items[k].kind == Json::string, "safetensors: ", where, ": __metadata__['",
-                 value.keys[k], "'] is not a string");
-        out.metadata[value.keys[k]] = value.items[k].text;
-      }
-      continue;
-    }
-    entries.push_back(parse_entry(key, value, "safetensors: " + where));
-  }
-
-  // The byte ranges must tile the data buffer exactly: in range, no overlap, no hole.
-  const uint64_t buffer = bytes.size() - 8 - n;
+// The byte ranges must tile the data buffer exactly: in range, no overlap, no hole.
+void check_tiling(const std::vector<Entry>& entries, uint64_t buffer, const std::string& where) {
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries) by_offset.push_back(&e);
   std::stable_sort(by_offset.begin(), by_offset.end(),
@@ -497,20 +183,71 @@ SafetensorsContents parse_safetensors(const std::string& bytes, const std::strin
   }
   RG_CHECK(covered == buffer, "safetensors: ", where, ": bytes [", covered, ", ", buffer,
            ") of the data buffer belong to no tensor");
+}
 
-  const char* data = bytes.data() + 8 + n;
-  for (const Entry& e : entries) {
-    Tensor t = empty(e.shape, e.dtype);
-    const size_t nbytes = e.end - e.begin;
-    if (nbytes > 0) std::memcpy(t.data_ptr(), data + e.begin, nbytes);
-    if (e.dtype == DType::b8) {
-      const unsigned char* b = reinterpret_cast<const unsigned char*>(data + e.begin);
-      for (size_t i = 0; i < nbytes; ++i)
-        RG_CHECK(b[i] <= 1, "safetensors: ", where, ": BOOL tensor '", e.name, "' has byte ",
-                 int(b[i]), " at element ", i);
-    }
-    out.tensors.emplace_back(e.name, std::move(t));
+Tensor read_tensor(const Entry& e, const char* data, const std::string& where) {
+  Tensor t = empty(e.shape, e.dtype);
+  const size_t nbytes = e.end - e.begin;
+  if (nbytes > 0) std::memcpy(t.data_ptr(), data + e.begin, nbytes);
+  if (e.dtype == DType::b8) {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(data + e.begin);
+    for (size_t i = 0; i < nbytes; ++i)
+      RG_CHECK(b[i] <= 1, "safetensors: ", where, ": BOOL tensor '", e.name, "' has byte ",
+               int(b[i]), " at element ", i);
   }
+  return t;
+}
+
+}  // namespace
+
+// ---- public API
+std::string serialize_safetensors(const NamedTensors& tensors,
+                                  const SafetensorsMetadata& metadata) {
+  std::string out;
+  emit(tensors, metadata,
+       [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); });
+  return out;
+}
+
+void write_safetensors(AtomicFile& file, const NamedTensors& tensors,
+                       const SafetensorsMetadata& metadata) {
+  emit(tensors, metadata, [&](const void* p, size_t n) { file.write(p, n); });
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const SafetensorsMetadata& metadata) {
+  AtomicFile file(path);
+  write_safetensors(file, tensors, metadata);
+  file.commit();
+}
+
+SafetensorsContents parse_safetensors(const std::string& bytes, const std::string& source) {
+  const std::string where = "'" + source + "'";
+  RG_CHECK(bytes.size() >= 8, "safetensors: ", where, " is truncated: ", bytes.size(),
+           " bytes, less than the 8-byte header length");
+  uint64_t n;
+  std::memcpy(&n, bytes.data(), 8);
+  RG_CHECK(n <= bytes.size() - 8, "safetensors: ", where, ": header length ", n,
+           " goes beyond the file (", bytes.size(), " bytes): truncated or not safetensors");
+  RG_CHECK(n <= kMaxHeaderBytes, "safetensors: ", where, ": header length ", n,
+           " exceeds the limit of ", kMaxHeaderBytes);
+  const std::string header = bytes.substr(8, n);
+  RG_CHECK(!header.empty() && header[0] == '{', "safetensors: ", where,
+           ": header does not start with '{': not safetensors");
+  const Json root = parse_header(header, where);
+  RG_CHECK(root.is_object(), "safetensors: ", where, ": header is not a JSON object");
+
+  SafetensorsContents out;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : root.items()) {
+    if (key == "__metadata__")
+      parse_metadata(value, where, out.metadata);
+    else
+      entries.push_back(parse_entry(key, value, "safetensors: " + where));
+  }
+  check_tiling(entries, bytes.size() - 8 - n, where);
+  const char* data = bytes.data() + 8 + n;
+  for (const Entry& e : entries) out.tensors.emplace_back(e.name, read_tensor(e, data, where));
   return out;
 }
 

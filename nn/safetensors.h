@@ -6,8 +6,7 @@
 //   [rest]    data buffer: each tensor's elements, row-major, little-endian
 // Dtypes: F32, F64, BF16, I32, I64, BOOL (ringgrad's six). The writer pads the header to a
 // multiple of 8 bytes and lays tensors out in the order given, so a round trip keeps order.
-// save is atomic: a temporary file in the same directory is written, fsync'ed and renamed
-// over `path`, then the directory is fsync'ed; on any failure `path` is left untouched.
+// save is atomic (core/atomic_file.h): on any failure `path` is left untouched.
 // load validates everything (sizes, JSON, dtypes, offsets: in range, no overlap, no hole,
 // matching shape x dtype, BOOL bytes 0/1) and throws one rg::Error naming the file.
 #pragma once
@@ -17,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/tensor.h"
 
 namespace rg::nn {
@@ -41,22 +41,9 @@ std::string serialize_safetensors(const NamedTensors& tensors,
 SafetensorsContents parse_safetensors(const std::string& bytes,
                                       const std::string& source = "<memory>");
 
-// Writes a file so that `path` holds either its old contents or all of the new ones, never a
-// mix: temp file in the same directory, write, fsync, rename, fsync the directory.
-// Destroyed without commit() (an exception mid-write), it removes the temp file.
-class AtomicFileWriter {
- public:
-  explicit AtomicFileWriter(std::string path);
-  ~AtomicFileWriter();
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-  void write(const void* data, size_t nbytes);
-  void commit();
-  const std::string& temp_path() const { return temp_path_; }
-
- private:
-  std::string path_, temp_path_;
-  int fd_ = -1;
-};
+// Writes the file's bytes into `file` without committing it: a caller that commits later
+// (rgtrain) controls when the checkpoint appears. save_safetensors = this + commit().
+void write_safetensors(AtomicFile& file, const NamedTensors& tensors,
+                       const SafetensorsMetadata& metadata = {});
 
 }  // namespace rg::nn

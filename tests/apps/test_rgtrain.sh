@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # rgtrain end to end: resume equals uninterrupted (bit for bit), and bad input fails with one
-# "rgtrain: error:" line without touching an existing checkpoint.
+# "rgtrain: error:" line (naming the flag, file or tensor) without touching an existing
+# checkpoint: bad flags, files that are not regular or too large, integer or non-finite
+# weights, a checkpoint without optimizer state, a model too large for memory. Also --help,
+# --trace in one process, stale temp files removed at start, and a rank without rgrun.
 set -u
 RGTRAIN=$1
+RGRUN=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
@@ -51,5 +55,111 @@ check_bad "bad bin header" --data "$TMP/bad.bin"
 check_bad "truncated init" "${TINY[@]}" --steps 1 --init "$TMP/trunc.safetensors" --checkpoint "$TMP/straight"
 check_bad "init shape mismatch" --layers 1 --heads 2 --width 32 --digits 1 --steps 1 --init "$GOOD" --checkpoint "$TMP/straight"
 check_bad "resume config mismatch" --layers 1 --heads 2 --width 16 --digits 1 --steps 9 --global-batch 16 --micro-batch 4 --checkpoint "$TMP/straight" --resume
+check_bad "--init /dev/zero" "${TINY[@]}" --steps 1 --init /dev/zero
+grep -q "'/dev/zero' is a character device" "$TMP/err" || bad "--init /dev/zero names the file and kind"
+check_bad "--data /dev/zero" "${TINY[@]}" --steps 1 --data /dev/zero
+grep -q -- "--data: '/dev/zero' is a character device" "$TMP/err" || bad "--data /dev/zero names it"
+check_bad "--init directory" "${TINY[@]}" --steps 1 --init "$TMP"
+RG_MAX_FILE_BYTES=1000 check_bad "--init over RG_MAX_FILE_BYTES" "${TINY[@]}" --steps 1 --init "$GOOD"
+grep -q "more than the limit of 1000" "$TMP/err" || bad "RG_MAX_FILE_BYTES limit named"
+check_bad "--layers 1000000" --layers 1000000 --steps 1
+grep -q "needs .* GiB" "$TMP/err" || bad "--layers 1000000 says how many GiB it needs"
+check_bad "--max-model-memory" "${TINY[@]}" --steps 1 --max-model-memory 0.00001
+check_bad "--grace is not an rgtrain flag" --grace 1
+
+# Crafted safetensors files (python3 rewrites the header or the bytes of a good checkpoint).
+craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim
+  python3 - "$GOOD" "$1" "$2" <<'PY'
+import json, struct, sys
+src, out, mode = sys.argv[1:]
+raw = open(src, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head, data = json.loads(raw[8:8 + n]), bytearray(raw[8 + n:])
+w = head["transformer.wte.weight"]
+b, e = head["transformer.wpe.weight"]["data_offsets"]
+if mode == "i32":
+    w["dtype"] = "I32"
+elif mode == "nan":
+    data[b:e] = struct.pack("<f", float("nan")) * ((e - b) // 4)
+elif mode == "huge":  # finite, but the MLP's products overflow
+    b, e = head["transformer.h.0.mlp.c_fc.weight"]["data_offsets"]
+    data[b:e] = struct.pack("<f", 3e38) * ((e - b) // 4)
+elif mode == "no-optim":
+    keep = [(k, v) for k, v in head.items() if k != "__metadata__" and not k.startswith("optim.")]
+    new, off = bytearray(), 0
+    for k, v in keep:
+        b0, e0 = v["data_offsets"]
+        new += data[b0:e0]
+        v["data_offsets"] = [off, off + e0 - b0]
+        off += e0 - b0
+    head = dict(keep, __metadata__=head["__metadata__"])
+    data = new
+text = json.dumps(head).encode()
+text += b" " * (-len(text) % 8)
+open(out, "wb").write(struct.pack("<Q", len(text)) + text + bytes(data))
+PY
+}
+craft "$TMP/i32.safetensors" i32
+check_bad "I32 tensor in --init" "${TINY[@]}" --steps 1 --init "$TMP/i32.safetensors"
+grep -q "i32.safetensors: tensor 'transformer.wte.weight' has dtype int32" "$TMP/err" ||
+  bad "I32 init names tensor, file and dtype"
+craft "$TMP/nan.safetensors" nan
+check_bad "NaN weights in --init" "${TINY[@]}" --steps 3 --init "$TMP/nan.safetensors"
+grep -q "before step 1) are not finite: first non-finite parameter 'transformer.wpe.weight'" "$TMP/err" ||
+  bad "NaN init names the parameter"
+craft "$TMP/huge.safetensors" huge
+check_bad "3e38 weights in --init" "${TINY[@]}" --steps 3 --init "$TMP/huge.safetensors"
+grep -q "at step 1: loss .*nan.*first non-finite gradient" "$TMP/err" || bad "3e38 weights stop at step 1"
+if "$RGTRAIN" "${TINY[@]}" --steps 2 --init "$TMP/nan.safetensors" --allow-nonfinite >"$TMP/out" 2>&1 &&
+   grep -q "final loss nan" "$TMP/out"; then
+  ok "--allow-nonfinite trains on"
+else bad "--allow-nonfinite: $(cat "$TMP/out")"; fi
+mkdir -p "$TMP/noopt"
+craft "$TMP/noopt/ckpt.safetensors" no-optim
+check_bad "--resume without optimizer state" "${TINY[@]}" --steps 8 --checkpoint "$TMP/noopt" --resume
+grep -q -- "--reset-optimizer" "$TMP/err" || bad "missing optimizer state points to --reset-optimizer"
+"$RGTRAIN" "${TINY[@]}" --steps 8 --checkpoint "$TMP/noopt" --resume --reset-optimizer >/dev/null 2>&1 &&
+  ok "--reset-optimizer resumes" || bad "--reset-optimizer"
+
+# Stale temp files of the checkpoint are removed at start.
+touch "$TMP/straight/.ckpt.safetensors.tmp.99999.0"
+"$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/straight" >"$TMP/out" 2>&1 || bad "rerun"
+if [ ! -e "$TMP/straight/.ckpt.safetensors.tmp.99999.0" ] && grep -q "left by an interrupted save" "$TMP/out"
+then ok "stale temp file removed at start"; else bad "stale temp file: $(cat "$TMP/out")"; fi
+
+# --trace in a single process, --help
+"$RGTRAIN" "${TINY[@]}" --steps 2 --trace "$TMP/one.json" >/dev/null 2>&1
+if python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; sys.exit(0 if any(x["name"]=="optimizer step" for x in e) else 1)' "$TMP/one.json"
+then ok "--trace in one process"; else bad "--trace in one process wrote no trace"; fi
+"$RGTRAIN" --help >"$TMP/help" 2>&1
+if grep -q -- "--max-model-memory" "$TMP/help" && grep -q -- "--steps INT.*=1200" "$TMP/help"
+then ok "--help lists flags with defaults"; else bad "--help: $(head -5 "$TMP/help")"; fi
+
+# --save-config writes the flags as TOML; --config replays them (here: the straight run).
+"$RGTRAIN" "${TINY[@]}" --steps 6 --save-config "$TMP/run.toml" >/dev/null 2>&1
+"$RGTRAIN" --config "$TMP/run.toml" --checkpoint "$TMP/replay" >/dev/null 2>&1
+if "$RGTRAIN" --compare "$GOOD" "$TMP/replay/ckpt.safetensors" >/dev/null 2>&1; then
+  ok "--config replays --save-config's flags bit for bit"
+else bad "--config replay differs"; fi
+
+# --verify under rgrun: the 2-rank run equals the single-process reference (f32 rounding).
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --verify \
+  --metrics "$TMP/m.jsonl" >"$TMP/out" 2>&1
+if python3 - "$TMP/out" "$TMP/m.jsonl" <<'PY'
+import json, re, sys
+out = open(sys.argv[1]).read()
+m = re.search(r"verify: max \|param difference\| = (\S+)", out)
+rows = [json.loads(line) for line in open(sys.argv[2])]
+sys.exit(0 if m and float(m.group(1)) < 1e-4 and [r["step"] for r in rows] == [1, 2, 3, 4] else 1)
+PY
+then ok "--verify: 2 ranks equal one process; --metrics has one JSON line per step"
+else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
+
+# A rank started by hand without the others prints its error (not only rank 0 does).
+RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q '^rgtrain: error: ' "$TMP/err"; then ok "rank 1 alone prints its error"
+else bad "rank 1 alone (rc $rc): $(cat "$TMP/err")"; fi
+
 [ $FAILS -eq 0 ] && echo "all rgtrain checks passed"
 exit $FAILS

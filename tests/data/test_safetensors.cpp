@@ -138,8 +138,9 @@ TEST_CASE("safetensors: each malformed header is one clear rg::Error") {
   rejects(file_bytes("{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", f32x2),
           "negative");
   rejects(file_bytes("[1,2]", ""), "not start with '{'");
-  rejects(file_bytes("{} trailing", ""), "after the top-level value");
-  rejects(file_bytes("{\"x\":\"unterminated}", ""), "unterminated string");
+  rejects(file_bytes("{} trailing", ""), "expected end of input");
+  rejects(file_bytes("{\"x\":\"unterminated}", ""), "missing closing quote");
+  rejects(file_bytes(std::string(40, '[').insert(0, "{\"x\":"), ""), "nested too deeply");
   // unknown dtype, missing fields, shape x dtype mismatch
   rejects(file_bytes("{\"x\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", f32x2),
           "unknown dtype 'F16'");

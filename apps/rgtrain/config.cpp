@@ -1,0 +1,135 @@
+// rgtrain's flags with CLI11; see config.h.
+#include "apps/rgtrain/config.h"
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "apps/rgtrain/util.h"
+
+namespace rgtrain {
+namespace {
+
+void add_model_flags(CLI::App& app, Args& a) {
+  app.add_option("--model", a.model, "model: a GPT, or an MLP over single tokens")
+      ->check(CLI::IsMember({"gpt", "mlp"}));
+  app.add_option("--layers", a.layers, "transformer blocks (mlp: hidden layers)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  app.add_option("--heads", a.heads, "attention heads")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  app.add_option("--width", a.width, "embedding width (a multiple of --heads)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  app.add_option("--context", a.context, "context length (0: the data's)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  app.add_option("--vocab", a.vocab, "vocabulary size (0: the data's)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 31));
+  app.add_option("--digits", a.digits, "addition task: digits per operand")
+      ->check(CLI::Range(1, 9));
+  app.add_option("--device", a.device, "device: cpu, sim or cuda");
+  app.add_option("--init", a.init, "start from the weights in this safetensors file");
+  app.add_option("--data", a.data,
+                 "train on a text file (.txt) or llm.c tokens (.bin) "
+                 "instead of the addition task");
+}
+
+void add_training_flags(CLI::App& app, Args& a) {
+  const auto positive = CLI::Range(int64_t(1), int64_t(1) << 40);
+  const auto non_negative = CLI::Range(int64_t(0), int64_t(1) << 40);
+  app.add_option("--global-batch", a.global_batch, "examples per step, all ranks together")
+      ->check(positive);
+  app.add_option("--micro-batch", a.micro_batch, "examples per forward/backward on one rank")
+      ->check(positive);
+  app.add_option("--steps", a.steps, "optimizer steps")->check(positive);
+  app.add_option("--warmup", a.warmup, "linear learning-rate warm-up steps")->check(non_negative);
+  app.add_option("--lr", a.lr, "peak learning rate (cosine decay to lr/10)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay of matrices")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--clip", a.clip, "gradient-norm clipping (0: off)")->check(CLI::Range(0.0, 1e30));
+  app.add_option("--optimizer", a.optimizer, "optimizer")->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--seed", a.seed, "seed of the weights and the data order");
+  app.add_option("--threads", a.threads, "CPU threads (0: all; 1 per rank under rgrun)")
+      ->check(non_negative);
+  app.add_flag("--allow-nonfinite", a.allow_nonfinite,
+               "keep training when the loss or a weight is NaN or infinite");
+  app.add_option("--max-model-memory", a.max_model_memory_gib,
+                 "refuse models whose weights, gradients and optimizer state need more GiB "
+                 "(0: 3/4 of this machine's memory)")
+      ->check(CLI::Range(0.0, 1e9));
+}
+
+void add_dist_flags(CLI::App& app, Args& a) {
+  app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_flag("--no-overlap", a.no_overlap, "all-reduce after backward, not during it");
+  app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");
+  app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
+}
+
+void add_output_flags(CLI::App& app, Args& a) {
+  const auto non_negative = CLI::Range(int64_t(0), int64_t(1) << 40);
+  app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (ckpt.safetensors)");
+  app.add_option("--checkpoint-every", a.checkpoint_every, "save every N steps (0: at the end)")
+      ->check(non_negative);
+  app.add_flag("--resume", a.resume, "continue from --checkpoint");
+  app.add_flag("--reset-optimizer", a.reset_optimizer,
+               "allow --resume from a checkpoint without optimizer state (fresh moments)");
+  app.add_option("--stop-after", a.stop_after,
+                 "simulate an interruption: save and exit after step N (0: off)")
+      ->check(non_negative);
+  app.add_option("--eval-every", a.eval_every, "held-out accuracy every N steps (0: off)")
+      ->check(non_negative);
+  app.add_option("--print-every", a.print_every, "progress line every N steps")
+      ->check(non_negative);
+  app.add_option("--metrics", a.metrics, "append one JSON line per step to this file");
+  app.add_flag("--verify", a.verify, "compare with a single-process reference run at the end");
+  app.add_option("--compare", a.compare, "compare two safetensors files bit for bit and exit")
+      ->expected(2)
+      ->configurable(false);
+}
+
+void check_together(const Args& a) {
+  if (a.width % a.heads != 0)
+    fail("--width (", a.width, ") must be a multiple of --heads (", a.heads, ")");
+  if (a.resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
+  if (a.resume && !a.init.empty()) fail("--resume and --init are exclusive");
+  if (a.reset_optimizer && !a.resume) fail("--reset-optimizer needs --resume");
+}
+
+}  // namespace
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  CLI::App app{
+      "rgtrain: trains a GPT (or an MLP) with data-parallel AdamW/SGD, gradient accumulation and "
+      "checkpoints that resume bit for bit. Under rgrun every rank runs this program.",
+      "rgtrain"};
+  app.option_defaults()->always_capture_default();
+  add_model_flags(app, a);
+  add_training_flags(app, a);
+  add_dist_flags(app, a);
+  add_output_flags(app, a);
+  app.set_config("--config", "", "read flags from this TOML file (as --save-config writes)");
+  std::string save_config;
+  app.add_option("--save-config", save_config, "write this run's flags to a TOML file and exit")
+      ->configurable(false);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    fail(e.what(), " (see --help)");
+  }
+  check_together(a);
+  if (!save_config.empty()) {
+    std::ofstream out(save_config);
+    out << app.config_to_str(/*default_also=*/true, /*write_description=*/true);
+    if (!out.flush()) fail("--save-config: cannot write '", save_config, "'");
+    std::cout << "rgtrain: flags written to " << save_config << "\n";
+    std::exit(0);
+  }
+  return a;
+}
+
+}  // namespace rgtrain

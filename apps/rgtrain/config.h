@@ -1,0 +1,38 @@
+// rgtrain's configuration: every flag, parsed and range-checked with CLI11 (`rgtrain --help`
+// lists each with its description and default), plus the checks between flags.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rgtrain {
+
+// A mistake of the user's (a flag, a file, a disagreement between ranks): printed as one
+// "rgtrain: error:" line, exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string model = "gpt";
+  int64_t layers = 2, heads = 4, width = 64, context = 0, vocab = 0, digits = 2;
+  std::string device = "cpu";
+  int64_t global_batch = 64, micro_batch = 8, steps = 1200, warmup = 100;
+  double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
+  std::string optimizer = "adamw";
+  uint64_t seed = 1337;
+  int64_t eval_every = 250;
+  double bucket_cap_mb = 25;
+  bool no_overlap = false, grad_view = false, resume = false, verify = false;
+  bool reset_optimizer = false, allow_nonfinite = false;
+  double max_model_memory_gib = 0;  // 0: 3/4 of this machine's memory
+  std::string trace, checkpoint, init, metrics, data;
+  int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;
+  std::vector<std::string> compare;  // --compare A B
+};
+
+// Parses argv. --help prints the help and exits 0; a bad flag throws UsageError.
+Args parse_args(int argc, char** argv);
+
+}  // namespace rgtrain

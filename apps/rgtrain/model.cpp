@@ -1,0 +1,128 @@
+// rgtrain's model, optimizer, memory estimate and weight loading; see model.h.
+#include "apps/rgtrain/model.h"
+
+#include <unistd.h>
+
+#include <map>
+
+#include "apps/rgtrain/util.h"
+#include "data/read_file.h"
+
+namespace rgtrain {
+namespace {
+
+// Minimal "mlp" language model: embedding of each token -> MLP -> logits (no context).
+struct MlpLM : rg::nn::Module {
+  MlpLM(int64_t vocab, int64_t width, int64_t layers, uint64_t seed) {
+    rg::Generator gen{seed, 0};
+    wte = std::make_shared<rg::nn::Embedding>(vocab, width, &gen);
+    std::vector<int64_t> widths(size_t(layers) + 1, width);
+    widths.push_back(vocab);
+    mlp = std::make_shared<rg::nn::MLP>(widths, rg::nn::Activation::gelu, true, &gen);
+    register_module("wte", wte);
+    register_module("mlp", mlp);
+  }
+  rg::Tensor forward(const rg::Tensor& idx) override { return mlp->forward(wte->forward(idx)); }
+  std::shared_ptr<rg::nn::Embedding> wte;
+  std::shared_ptr<rg::nn::MLP> mlp;
+};
+
+std::string shape_string(const rg::Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+double default_memory_cap_bytes() {
+  const double pages = double(sysconf(_SC_PHYS_PAGES)), page = double(sysconf(_SC_PAGESIZE));
+  return pages > 0 && page > 0 ? 0.75 * pages * page : 16.0 * (1ull << 30);
+}
+
+}  // namespace
+
+std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t context) {
+  if (a.model == "mlp") return std::make_shared<MlpLM>(vocab, a.width, a.layers, a.seed);
+  rg::nn::GPTConfig c;
+  c.vocab_size = vocab;
+  c.block_size = context;
+  c.n_layer = a.layers;
+  c.n_head = a.heads;
+  c.n_embd = a.width;
+  c.dropout = 0;
+  c.seed = a.seed;
+  return std::make_shared<rg::nn::GPT>(c);
+}
+
+std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m) {
+  // nanoGPT: weight decay on matrices only.
+  std::vector<rg::optim::ParamGroup> groups(2);
+  for (auto& p : m.parameters()) groups[p.dim() >= 2 ? 0 : 1].params.push_back(p);
+  groups[1].weight_decay = 0.0;
+  if (a.optimizer == "adamw") {
+    rg::optim::AdamWOptions o;
+    o.lr = a.lr;
+    o.beta2 = 0.99;
+    o.weight_decay = a.weight_decay;
+    return std::make_unique<rg::optim::AdamW>(groups, o);
+  }
+  rg::optim::SGDOptions o;
+  o.lr = a.lr;
+  o.momentum = 0.9;
+  o.weight_decay = a.weight_decay;
+  return std::make_unique<rg::optim::SGD>(groups, o);
+}
+
+double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {
+  const double C = double(a.width), V = double(vocab), L = double(a.layers);
+  if (a.model == "mlp") return V * C + L * (C * C + C) + C * V + V;
+  // Per block: attention qkv 3C^2+3C and projection C^2+C, MLP 4C^2+4C and 4C^2+C, two
+  // LayerNorms 4C. Plus token and position embeddings and the final LayerNorm; the output
+  // layer shares the token embedding.
+  const double block = 12 * C * C + 13 * C;
+  return L * block + V * C + double(context) * C + 2 * C;
+}
+
+void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world) {
+  // Copies of every parameter: weights, gradients, optimizer state, DDP buckets.
+  const double copies = 2 + (a.optimizer == "adamw" ? 2 : 1) + (world > 1 ? 1 : 0);
+  const double bytes = estimate_parameters(a, vocab, context) * 4 * copies;
+  const double cap = a.max_model_memory_gib > 0 ? a.max_model_memory_gib * (1ull << 30)
+                                                : default_memory_cap_bytes();
+  const double gib = double(1ull << 30);
+  if (bytes > cap)
+    fail("the model (", fmt("%.4g", estimate_parameters(a, vocab, context)), " parameters) needs ",
+         fmt("%.3g", bytes / gib),
+         " GiB for weights, gradients and optimizer state, more than --max-model-memory ",
+         fmt("%.3g", cap / gib), " GiB");
+}
+
+rg::nn::SafetensorsContents load_checked(const std::string& path, const char* flag) {
+  try {
+    return rg::nn::parse_safetensors(rg::data::read_file(path, flag), path);
+  } catch (const rg::Error& e) {
+    fail(e.what());
+  }
+}
+
+void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
+               const std::string& path) {
+  std::map<std::string, const rg::Tensor*> by_name;
+  for (auto& [n, t] : file.tensors) by_name[n] = &t;
+  rg::nn::StateDict out;
+  for (auto& [name, t] : m.state_dict()) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) fail(path, ": tensor '", name, "' is missing");
+    const rg::Tensor& src = *it->second;
+    if (src.shape() != t.shape())
+      fail(path, ": tensor '", name, "' has shape ", shape_string(src.shape()),
+           ", the model expects ", shape_string(t.shape()));
+    const bool both_floating = rg::is_floating(src.dtype()) && rg::is_floating(t.dtype());
+    if (src.dtype() != t.dtype() && !both_floating)
+      fail(path, ": tensor '", name, "' has dtype ", rg::dtype_name(src.dtype()),
+           ", the model expects ", rg::dtype_name(t.dtype()));
+    out.insert(name, src.to(t.dtype()));
+  }
+  m.load_state_dict(out);
+}
+
+}  // namespace rgtrain

@@ -1,0 +1,31 @@
+// rgtrain's model and optimizer: construction, the memory check that runs before any
+// allocation, and loading weights from a safetensors file with shape and dtype checks.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "apps/rgtrain/config.h"
+#include "nn/nn.h"
+#include "nn/safetensors.h"
+#include "ringgrad.h"
+
+namespace rgtrain {
+
+std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t context);
+std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m);
+
+// Parameters of make_model(a, vocab, context), counted from the shapes without building it.
+double estimate_parameters(const Args& a, int64_t vocab, int64_t context);
+// Throws UsageError "... needs X GiB ..." when weights, gradients, optimizer state (and,
+// with world > 1, the DDP buckets) would exceed --max-model-memory.
+void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world);
+
+// Reads a safetensors file named by `flag` (--init, --resume), checking its kind and size
+// first; errors name the flag and the file.
+rg::nn::SafetensorsContents load_checked(const std::string& path, const char* flag);
+// Copies the file's tensors into the model's entries of the same names. Errors name the
+// tensor, the file, and the shape or dtype that does not fit (integer data never becomes
+// floating-point weights).
+void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file, const std::string& path);
+
+}  // namespace rgtrain

@@ -1,0 +1,45 @@
+// Everything one rgtrain run holds, built by setup() (setup.cpp) before the first step:
+// the group, data, model, optimizer, DDP wrapper, schedules, trace recorder.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/rgtrain/config.h"
+#include "apps/rgtrain/data.h"
+#include "dist/process_group.h"
+#include "dist/trace.h"
+#include "nn/ddp.h"
+#include "nn/nn.h"
+#include "ringgrad.h"
+
+namespace rgtrain {
+
+struct RunState {
+  Args args;
+  std::shared_ptr<rg::dist::ProcessGroup> group;  // null: a single process
+  int64_t world = 1, rank = 0;
+  bool lead = true;  // rank 0: prints, evaluates, saves
+  rg::Device device{"cpu"};
+
+  Data data;
+  int64_t context = 0, vocab = 0;
+  int64_t accum = 1, per_rank = 1;  // micro-batches per step, examples per rank per step
+  std::unique_ptr<Schedule> schedule;
+  rg::optim::WarmupCosineSchedule lr_of{0, 0, 0, 1};
+
+  std::shared_ptr<rg::nn::Module> model;
+  std::unique_ptr<rg::optim::Optimizer> opt;
+  std::unique_ptr<rg::nn::DistributedDataParallel> ddp;
+  std::shared_ptr<rg::dist::TraceRecorder> trace;  // set with --trace
+
+  std::string config;     // what a checkpoint must match to be resumed
+  std::string ckpt_path;  // empty without --checkpoint
+  int64_t start_step = 0;
+  std::vector<rg::Tensor> initial;  // the weights before step start_step (for --verify)
+};
+
+// Builds the run; throws UsageError or rg::Error before any training step.
+RunState setup(const Args& a);
+
+}  // namespace rgtrain

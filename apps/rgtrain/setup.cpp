@@ -1,0 +1,142 @@
+// setup(): builds a RunState in the order that makes every mistake cheap to report: join the
+// group, agree on the settings, check the batch split, load the data, check the model's
+// memory, then build the model, load --init or --resume, and wrap it in DDP.
+#include <cstring>
+#include <sstream>
+
+#include "apps/rgtrain/agreement.h"
+#include "apps/rgtrain/checkpoint.h"
+#include "apps/rgtrain/model.h"
+#include "apps/rgtrain/run_state.h"
+#include "apps/rgtrain/util.h"
+#include "core/parallel.h"
+#include "dist/init.h"
+
+namespace rgtrain {
+namespace {
+
+void join_group(RunState& s) {
+  // Any launcher variable (RANK, WORLD_SIZE, Slurm's, Open MPI's) means a distributed run;
+  // init_process_group names the variable that is missing or malformed.
+  if (rg::dist::launch_info_from_env().source == "default") return;
+  s.group = rg::dist::init_process_group("tcp");
+  s.world = s.group->size();
+  s.rank = s.group->rank();
+  s.lead = s.rank == 0;
+}
+
+void split_batch(RunState& s) {
+  const Args& a = s.args;
+  if (a.global_batch % (s.world * a.micro_batch) != 0) {
+    std::ostringstream ok;
+    int shown = 0;
+    for (int64_t m = 1; m <= a.global_batch && shown < 6; ++m)
+      if (a.global_batch % (s.world * m) == 0) ok << (shown++ ? ", " : "") << m;
+    fail("--global-batch ", a.global_batch, " is not a multiple of world (", s.world,
+         ") x --micro-batch (", a.micro_batch, "); micro-batches that divide it: ",
+         shown ? ok.str()
+               : "none (make --global-batch a multiple of " + std::to_string(s.world) + ")");
+  }
+  s.accum = a.global_batch / (s.world * a.micro_batch);
+  s.per_rank = s.accum * a.micro_batch;
+}
+
+void load_data(RunState& s) {
+  const Args& a = s.args;
+  s.data = make_data(a);
+  const int64_t T = s.data.train->context_length();
+  s.vocab = s.data.train->vocab_size();
+  if (a.vocab > 0) {
+    if (a.vocab < s.vocab) fail("--vocab ", a.vocab, " is smaller than the data's ", s.vocab);
+    s.vocab = a.vocab;
+  }
+  if (a.context > 0 && a.context < T)
+    fail("--context ", a.context, " is shorter than the data's ", T);
+  s.context = std::max(a.context, T);
+  s.schedule = std::make_unique<Schedule>(s.data.train->size(), s.world, s.per_rank, a.seed);
+  s.lr_of = {a.lr, a.lr / 10, std::min(a.warmup, a.steps - 1), a.steps};
+}
+
+std::string config_string(const RunState& s) {
+  const Args& a = s.args;
+  std::ostringstream os;
+  os << "model=" << a.model << " layers=" << a.layers << " heads=" << a.heads
+     << " width=" << a.width << " vocab=" << s.vocab << " context=" << s.context
+     << " data=" << (a.data.empty() ? "addition" + std::to_string(a.digits) : a.data)
+     << " optimizer=" << a.optimizer << " global_batch=" << a.global_batch
+     << " micro_batch=" << a.micro_batch << " world=" << s.world << " seed=" << a.seed;
+  return os.str();
+}
+
+// Rank 0's clock, shared so that every rank's trace has one time origin (exact on one node).
+rg::dist::TraceRecorder::TimePoint shared_origin(RunState& s) {
+  auto now = std::chrono::steady_clock::now();
+  if (!s.group) return now;
+  const int64_t mine = now.time_since_epoch().count();
+  std::string bytes(sizeof mine, '\0');
+  std::memcpy(bytes.data(), &mine, sizeof mine);
+  int64_t lead = 0;
+  std::memcpy(&lead, allgather_bytes(*s.group, bytes)[0].data(), sizeof lead);
+  return rg::dist::TraceRecorder::TimePoint(std::chrono::steady_clock::duration(lead));
+}
+
+void build_model(RunState& s) {
+  const Args& a = s.args;
+  check_model_memory(a, s.vocab, s.context, s.world);
+  s.model = make_model(a, s.vocab, s.context);
+  s.model->to(s.device);
+  s.config = config_string(s);
+  s.ckpt_path = checkpoint_path(a);
+  if (!a.init.empty()) load_into(*s.model, load_checked(a.init, "--init"), a.init);
+  s.opt = make_optimizer(a, *s.model);
+  if (s.lead && !s.ckpt_path.empty()) remove_stale_checkpoint_temps(s.ckpt_path);
+  if (a.resume)
+    s.start_step = resume_from_checkpoint(s.ckpt_path, a, s.config, *s.model, *s.opt, s.device);
+}
+
+void wrap_ddp(RunState& s) {
+  const Args& a = s.args;
+  if (!a.trace.empty()) s.trace = std::make_shared<rg::dist::TraceRecorder>(shared_origin(s));
+  if (s.group) {
+    rg::nn::DDPOptions o;
+    o.bucket_cap_mb = a.bucket_cap_mb;
+    o.overlap = !a.no_overlap;
+    o.gradient_as_bucket_view = a.grad_view;
+    o.trace = s.trace;
+    s.ddp = std::make_unique<rg::nn::DistributedDataParallel>(s.model, *s.group, o);
+  }
+  // After DDP's broadcast every rank holds rank 0's weights.
+  for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
+}
+
+void build(RunState& s) {
+  const Args& a = s.args;
+  if (a.threads > 0)
+    rg::set_num_threads(int(a.threads));
+  else if (s.world > 1)
+    rg::set_num_threads(1);  // one thread per rank: the ranks share the cores
+  if (s.group) check_agreement(*s.group, shared_settings(a, s.world));
+  s.device = rg::Device(a.device);
+  split_batch(s);
+  load_data(s);
+  build_model(s);
+  wrap_ddp(s);
+}
+
+}  // namespace
+
+RunState setup(const Args& a) {
+  RunState s;
+  s.args = a;
+  join_group(s);
+  try {
+    build(s);
+  } catch (const std::exception& e) {
+    // A mistake only this rank sees (a missing file): the others fail at once, naming it.
+    if (s.group) s.group->abort(e.what());
+    throw;
+  }
+  return s;
+}
+
+}  // namespace rgtrain

@@ -1,0 +1,72 @@
+// One optimizer step; see train_step.h.
+#include "apps/rgtrain/train_step.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "apps/rgtrain/data.h"
+#include "apps/rgtrain/util.h"
+
+namespace rgtrain {
+
+double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& idx) {
+  double n = 0;
+  for (int64_t i : idx)
+    for (int64_t t : data.get(i).target) n += t != rg::data::kIgnoreIndex;
+  return n;
+}
+
+namespace {
+
+rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
+  auto [x, y] = rgtrain::gather(c.data, idx, c.device);
+  rg::Tensor logits = c.model.forward(x);
+  rg::Tensor loss = rg::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}),
+                                      rg::Reduction::sum, rg::data::kIgnoreIndex);
+  return rg::div(loss, rg::scalar_tensor(denom, loss.dtype(), loss.device()));
+}
+
+}  // namespace
+
+StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
+                      double denom, double lr) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  StepResult r;
+  c.opt.set_lr(lr);
+  c.opt.zero_grad();
+  auto params = c.model.parameters();
+  for (size_t k = 0; k < micro_batches.size(); ++k) {
+    const auto start = Clock::now();
+    const bool last = k + 1 == micro_batches.size();
+    auto guard = (c.ddp && !last) ? c.ddp->no_sync() : rg::nn::NoSyncGuard();
+    if (c.ddp) c.ddp->pre_forward();
+    rg::Tensor loss = micro_batch_loss(c, micro_batches[k], denom);
+    loss.backward();
+    r.loss += loss.item();
+    if (c.trace)
+      c.trace->span(c.rank, "compute", "forward+backward " + std::to_string(k), start,
+                    Clock::now());
+  }
+  const auto opt_start = Clock::now();
+  r.grad_norm =
+      c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+  r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
+  if (!r.skipped) c.opt.step();
+  if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+std::string first_nonfinite_parameter(rg::nn::Module& model, bool grads) {
+  for (auto& [name, p] : model.named_parameters()) {
+    if (grads && !p.grad().defined()) continue;
+    const auto values = (grads ? p.grad() : p).to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return "'" + name + "' (element " + std::to_string(i) + " = " + fmt("%g", values[i]) + ")";
+  }
+  return "";
+}
+
+}  // namespace rgtrain

@@ -1,0 +1,49 @@
+// One optimizer step of rgtrain, used by the training loop (micro-batches of one rank, DDP
+// averaging the gradients) and by --verify's single-process reference (one batch holding
+// every rank's examples, no DDP): the same code, so they can only differ by arithmetic.
+//
+// The loss of each micro-batch is its summed cross-entropy divided by `denom`; with denom =
+// (counted targets of the whole global batch) / world, DDP's average of the ranks'
+// gradients equals the gradient of the global batch's mean loss.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "dist/trace.h"
+#include "nn/ddp.h"
+#include "nn/nn.h"
+#include "ringgrad.h"
+
+namespace rgtrain {
+
+struct StepContext {
+  rg::nn::Module& model;
+  rg::optim::Optimizer& opt;
+  rg::nn::DistributedDataParallel* ddp;  // null: a single process
+  const rg::data::Dataset& data;
+  rg::Device device;
+  double clip = 0;  // 0: no clipping
+  rg::dist::TraceRecorder* trace = nullptr;
+  int rank = 0;
+  bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite
+};
+
+struct StepResult {
+  double loss = 0;       // this rank's share of the global batch's mean loss
+  double grad_norm = 0;  // of the (averaged) gradients, before clipping
+  double seconds = 0;
+  bool skipped = false;  // skip_nonfinite withheld the optimizer step
+};
+
+// Targets of examples `idx` that count in the loss (not kIgnoreIndex).
+double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& idx);
+
+StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
+                      double denom, double lr);
+
+// The first parameter (or, with `grads`, parameter gradient) holding a NaN or an infinity,
+// as "'name' (element i = value)", or empty when all are finite.
+std::string first_nonfinite_parameter(rg::nn::Module& model, bool grads = false);
+
+}  // namespace rgtrain

@@ -1,0 +1,31 @@
+#include "apps/rgtrain/util.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace rgtrain {
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+std::string hms(double seconds) {
+  const int t = int(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace rgtrain

@@ -1,0 +1,47 @@
+// --verify; see verify.h.
+#include "apps/rgtrain/verify.h"
+
+#include <cmath>
+#include <iostream>
+
+#include "apps/rgtrain/model.h"
+#include "apps/rgtrain/train_step.h"
+#include "apps/rgtrain/util.h"
+
+namespace rgtrain {
+
+void verify_against_reference(RunState& s) {
+  const Args& a = s.args;
+  if (s.start_step > 0) {
+    std::cout << "verify: skipped (run was resumed; the reference starts from step 0)\n";
+    return;
+  }
+  auto ref = make_model(a, s.vocab, s.context);
+  ref->to(s.device);
+  auto rp = ref->parameters();
+  for (size_t i = 0; i < rp.size(); ++i) {
+    rg::NoGradGuard ng;
+    rp[i].copy_(s.initial[i]);
+  }
+  auto ropt = make_optimizer(a, *ref);
+  StepContext c{*ref, *ropt, nullptr, *s.data.train, s.device, a.clip, nullptr, 0};
+  for (int64_t step = 0; step < a.steps; ++step) {
+    auto idx = s.schedule->global_indices(step);
+    const double denom = std::max(1.0, count_targets(*s.data.train, idx));
+    train_step(c, {idx}, denom, s.lr_of(step));
+  }
+  double max_abs = 0, scale = 0;
+  auto params = s.model->parameters();
+  for (size_t i = 0; i < rp.size(); ++i) {
+    auto va = params[i].to_vector<double>(), vb = rp[i].to_vector<double>();
+    for (size_t k = 0; k < va.size(); ++k) {
+      max_abs = std::max(max_abs, std::abs(va[k] - vb[k]));
+      scale = std::max(scale, std::abs(vb[k]));
+    }
+  }
+  std::cout << "verify: max |param difference| = " << fmt("%.3e", max_abs) << " (relative "
+            << fmt("%.3e", max_abs / std::max(scale, 1e-30)) << ", world " << s.world << ", accum "
+            << s.accum << " vs one backward of " << a.global_batch << ")\n";
+}
+
+}  // namespace rgtrain

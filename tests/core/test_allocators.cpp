@@ -1,4 +1,4 @@
-// The cpu caching allocator under memory pressure: freeing never allocates (it runs in
+// The caching allocators under memory pressure: freeing never allocates (it runs in
 // Storage's noexcept destructor, also while an out-of-memory error unwinds), and running
 // out of memory is one rg::Error naming the size, after which the process carries on.
 // Its own executable: it replaces the global operator new to count allocations.
@@ -79,6 +79,18 @@ TEST_CASE("freeing cpu tensors allocates nothing, even for a size never freed be
   tensors.clear();
   CHECK(g_operator_new_calls.load() == before);
   rg::empty_cache(rg::kCPU);
+}
+
+TEST_CASE("freeing sim tensors allocates nothing, even for a size never freed before") {
+  rg::Device sim = rg::Device::parse("sim");
+  std::vector<rg::Tensor> tensors;
+  tensors.reserve(64);
+  for (int i = 0; i < 64; ++i)  // several blocks per size class, classes never used before
+    tensors.push_back(rg::empty({int64_t(300000 + 4096 * (i / 4))}, rg::DType::i32, sim));
+  long before = g_operator_new_calls.load();
+  tensors.clear();
+  CHECK(g_operator_new_calls.load() == before);
+  rg::empty_cache(sim);
 }
 
 TEST_CASE("an impossible cpu allocation is an rg::Error naming the size") {

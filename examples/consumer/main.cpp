@@ -27,7 +27,8 @@ int main() {
 
   rg::Device sim = rg::Device::parse("sim");
   rg::Tensor a = rg::randn({8, 16}), m = rg::randn({16, 4});
-  double sim_diff = rg::max_abs_diff(rg::matmul(a.to(sim), m.to(sim)).to(rg::kCPU), rg::matmul(a, m));
+  double sim_diff =
+      rg::max_abs_diff(rg::matmul(a.to(sim), m.to(sim)).to(rg::kCPU), rg::matmul(a, m));
   std::printf("sim matmul vs cpu: max |diff| = %.3g\n", sim_diff);
   return (std::abs(wv - 3) < 1e-3 && std::abs(bv - 1) < 1e-3 && sim_diff < 1e-4) ? 0 : 1;
 }

@@ -43,7 +43,7 @@ class CachingAllocator {
     size_t size;
     void* stream;
   };
-  struct Bucket {                // the blocks of one (stream, class)
+  struct Bucket {               // the blocks of one (stream, class)
     std::vector<void*> cached;  // capacity >= cached.size() + live, so a free never grows it
     size_t live = 0;
   };

@@ -153,7 +153,9 @@ void fiber_prepare(FiberContext& ctx, char* stack, size_t size, void (*entry)())
 }
 
 namespace {
-void switch_stacks(FiberContext& from, FiberContext& to) { swapcontext(&from.context, &to.context); }
+void switch_stacks(FiberContext& from, FiberContext& to) {
+  swapcontext(&from.context, &to.context);
+}
 }  // namespace
 
 #endif

@@ -2,15 +2,15 @@
 // Why: a fresh large allocation costs page faults (~10 us per 4 KiB page here), and glibc
 // returns blocks over 32 MiB to the OS on every free, so a training step that frees and
 // re-allocates its activations would fault on every step. Freed blocks are kept in free
-// lists keyed by a rounded size class and handed out again. Blocks are 64-byte aligned;
+// lists keyed by a rounded size class and handed out again; the lists are intrusive, so the
+// free path never allocates. Blocks are 64-byte aligned;
 // blocks of 2 MiB and more are 2 MiB aligned and advised to use transparent huge pages.
 #include <sys/mman.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
-#include <vector>
 
 #include "core/device_interface.h"
 #include "core/error.h"
@@ -20,62 +20,104 @@ namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
-// Rounds up to 64 bytes for small blocks, otherwise to a size with a 3-bit mantissa
-// (at most 12.5% waste), so nearby sizes share a class.
-size_t size_class(size_t n) {
-  if (n <= 4096) return (n + 63) & ~size_t(63);
+// Size classes: multiples of 64 up to 4096 (indices 1..64), then sizes with a 3-bit mantissa
+// (at most 12.5% waste), 8 per power of two, so nearby sizes share a class.
+constexpr int kSmallClasses = 4096 / 64;
+constexpr int kNumClasses = kSmallClasses + 1 + (64 - 12) * 8;
+
+struct SizeClass {
+  int index;
+  size_t bytes;
+};
+
+SizeClass size_class(size_t n) {
+  if (n <= 4096) {
+    size_t bytes = (n + 63) & ~size_t(63);
+    return {static_cast<int>(bytes / 64), bytes};
+  }
   int msb = 63 - __builtin_clzll(n);
   size_t step = size_t(1) << (msb - 3);
-  return (n + step - 1) & ~(step - 1);
+  size_t bytes = (n + step - 1) & ~(step - 1);
+  // bytes is 8..16 steps; 16 steps is the first class of the next power of two.
+  msb = 63 - __builtin_clzll(bytes);
+  int mantissa = static_cast<int>((bytes >> (msb - 3)) & 7);
+  return {kSmallClasses + 1 + (msb - 12) * 8 + mantissa, bytes};
 }
+
+// A cached block: the link to the next free block of its class lives in the block itself,
+// so freeing never allocates and cannot fail, even when the system is out of memory (the
+// free runs in Storage's destructor, possibly while an out-of-memory error unwinds).
+struct FreeBlock {
+  FreeBlock* next;
+};
 
 struct CpuCachingAllocator {
   std::mutex mutex;
-  std::map<size_t, std::vector<void*>> free_blocks;  // class size -> blocks
+  std::array<FreeBlock*, kNumClasses> free_lists{};  // class index -> cached blocks
   AllocatorStats stats;
 
   void* allocate(size_t nbytes) {
-    size_t cls = size_class(std::max<size_t>(nbytes, 1));
+    RG_CHECK(nbytes <= (size_t(1) << 62), "cpu allocator: out of memory allocating ", nbytes,
+             " bytes (more than any machine has)");
+    SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
     {
       std::lock_guard<std::mutex> lock(mutex);
-      auto it = free_blocks.find(cls);
-      if (it != free_blocks.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        note_alloc(cls);
-        return p;
+      if (FreeBlock* block = free_lists[cls.index]) {
+        free_lists[cls.index] = block->next;
+        note_alloc(cls.bytes);
+        return block;
       }
     }
-    size_t align = cls >= kHugePage ? kHugePage : 64;
-    void* p = std::aligned_alloc(align, (cls + align - 1) / align * align);
+    void* p = system_allocate(cls.bytes);
+    if (p == nullptr) {  // give the cached blocks back to the system, then try once more
+      empty_cache();
+      p = system_allocate(cls.bytes);
+    }
     RG_CHECK(p != nullptr, "cpu allocator: out of memory allocating ", nbytes, " bytes");
-    if (cls >= kHugePage) madvise(p, cls, MADV_HUGEPAGE);
     std::lock_guard<std::mutex> lock(mutex);
-    stats.reserved += cls;
+    stats.reserved += cls.bytes;
     stats.system_allocs++;
-    note_alloc(cls);
+    note_alloc(cls.bytes);
     return p;
   }
 
-  void deallocate(void* p, size_t nbytes) {
-    size_t cls = size_class(std::max<size_t>(nbytes, 1));
-    std::lock_guard<std::mutex> lock(mutex);
-    free_blocks[cls].push_back(p);
-    stats.allocated -= cls;
+  static void* system_allocate(size_t bytes) {
+    size_t align = bytes >= kHugePage ? kHugePage : 64;
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (p != nullptr && bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
   }
 
-  void note_alloc(size_t cls) {
-    stats.allocated += cls;
+  void deallocate(void* p, size_t nbytes) noexcept {
+    SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
+    auto* block = static_cast<FreeBlock*>(p);
+    std::lock_guard<std::mutex> lock(mutex);
+    block->next = free_lists[cls.index];
+    free_lists[cls.index] = block;
+    stats.allocated -= cls.bytes;
+  }
+
+  void note_alloc(size_t bytes) {
+    stats.allocated += bytes;
     stats.peak_allocated = std::max(stats.peak_allocated, stats.allocated);
   }
 
-  void empty_cache() {
+  void empty_cache() noexcept {
     std::lock_guard<std::mutex> lock(mutex);
-    for (auto& [cls, blocks] : free_blocks) {
-      for (void* p : blocks) std::free(p);
-      stats.reserved -= cls * blocks.size();
+    for (int index = 0; index < kNumClasses; ++index) {
+      while (FreeBlock* block = free_lists[index]) {
+        free_lists[index] = block->next;
+        stats.reserved -= class_bytes(index);
+        std::free(block);
+      }
     }
-    free_blocks.clear();
+  }
+
+  static size_t class_bytes(int index) {
+    if (index <= kSmallClasses) return size_t(index) * 64;
+    int k = index - kSmallClasses - 1;
+    int msb = 12 + k / 8;
+    return (size_t(8 + k % 8)) << (msb - 3);
   }
 };
 
@@ -88,7 +130,9 @@ void cpu_copy(void* dst, Device, const void* src, Device, size_t nbytes) {
   if (nbytes) std::memcpy(dst, src, nbytes);
 }
 
-const bool registered = [] {
+}  // namespace
+
+void register_cpu_device() {  // called by register_builtin_backends (kernels/builtin.h)
   DeviceInterface d;
   d.allocate = [](size_t n, int) { return cpu_allocator().allocate(n); };
   d.deallocate = [](void* p, size_t n, int) { cpu_allocator().deallocate(p, n); };
@@ -100,8 +144,6 @@ const bool registered = [] {
   };
   d.empty_cache = [](int) { cpu_allocator().empty_cache(); };
   register_device(DeviceType::cpu, d);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace rg

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/storage.h"
+#include "kernels/builtin.h"
 
 namespace rg {
 
@@ -46,14 +47,22 @@ void register_device(DeviceType type, const DeviceInterface& interface) {
 }
 
 bool device_available(DeviceType type) {
+  register_builtin_backends();
   const auto& d = registry()[static_cast<int>(type)];
   return d.allocate != nullptr && (!d.device_count || d.device_count() > 0);
 }
 
 const DeviceInterface& device_interface(DeviceType type) {
-  RG_CHECK(device_available(type), "device ", Device(type).str(),
-           ": not available (backend not built, or no device present)");
-  return registry()[static_cast<int>(type)];
+  register_builtin_backends();
+  const auto& d = registry()[static_cast<int>(type)];
+  if (d.allocate == nullptr) {
+    RG_CHECK(type != DeviceType::cuda || cuda_backend_built(), "device ", Device(type).str(),
+             ": this ringgrad was built without the cuda backend (configure with -Dcuda=enabled)");
+    RG_FAIL("device ", Device(type).str(), ": no backend registered for it");
+  }
+  RG_CHECK(!d.device_count || d.device_count() > 0, "device ", Device(type).str(),
+           ": the backend is built but finds no device");
+  return d;
 }
 
 std::shared_ptr<Storage> allocate_storage(size_t nbytes, Device device) {
@@ -61,8 +70,13 @@ std::shared_ptr<Storage> allocate_storage(size_t nbytes, Device device) {
   void* p = d.allocate(nbytes, device.index);
   auto dealloc = d.deallocate;
   int index = device.index;
-  return std::make_shared<Storage>(p, nbytes, device,
-                                   [dealloc, index](void* ptr, size_t n) { dealloc(ptr, n, index); });
+  try {
+    return std::make_shared<Storage>(
+        p, nbytes, device, [dealloc, index](void* ptr, size_t n) { dealloc(ptr, n, index); });
+  } catch (...) {  // out of memory for the bookkeeping: give the block back
+    dealloc(p, nbytes, index);
+    throw;
+  }
 }
 
 std::shared_ptr<Storage> borrow_storage(void* data, size_t nbytes, Device device) {

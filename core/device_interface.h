@@ -1,5 +1,6 @@
 // What a device backend provides to the core: memory, copies and synchronisation.
-// Backends register themselves (cpu at start-up, sim/cuda from their own libraries).
+// The built-in backends (cpu, sim, cuda) are registered once, before the first lookup, by
+// register_builtin_backends() (kernels/builtin.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +29,9 @@ struct DeviceInterface {
   int (*device_count)() = nullptr;
 };
 
+// Sets the backend of `type`; the built-in registration calls it for cpu, sim and cuda.
 void register_device(DeviceType type, const DeviceInterface& interface);
-// Throws rg::Error when the backend is not built or has no device.
+// Throws rg::Error when the backend is not built or has no device, saying which.
 const DeviceInterface& device_interface(DeviceType type);
 bool device_available(DeviceType type);
 

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "kernels/builtin.h"
+
 namespace rg {
 
 #define RG_NAME(name) #name,
@@ -29,9 +31,14 @@ bool is_comparison(BinaryOp op) {
   }
 }
 
-KernelTable& kernel_table(DeviceType type) {
+KernelTable& unchecked_kernel_table(DeviceType type) {
   static std::array<KernelTable, kNumDeviceTypes> tables;
   return tables[static_cast<int>(type)];
+}
+
+KernelTable& kernel_table(DeviceType type) {
+  register_builtin_backends();
+  return unchecked_kernel_table(type);
 }
 
 }  // namespace rg

@@ -99,7 +99,10 @@ struct KernelTable {
 #undef RG_KERNEL_FIELD
 };
 
-KernelTable& kernel_table(DeviceType type);  // for registration
+// The table of `type`, with the built-in backends registered (kernels/builtin.h).
+KernelTable& kernel_table(DeviceType type);
+// The same table without triggering registration; for registration functions only.
+KernelTable& unchecked_kernel_table(DeviceType type);
 // The table to call for a tensor on `device`; throws naming `op` if the kernel is missing.
 #define RG_KERNEL(device, name)                                                          \
   (::rg::kernel_table((device).type).name                                                \

@@ -1,6 +1,7 @@
 // A research prototype that uses an installed ringgrad through pkg-config:
 //   c++ -std=c++20 main.cpp $(pkg-config --cflags --libs ringgrad)
-// Fits y = 3x + 1 with autograd and plain gradient descent, and prints the result.
+// Fits y = 3x + 1 with autograd and plain gradient descent, prints the result, and checks
+// that the sim device (the CUDA kernels run on the CPU) computes the same product.
 #include <ringgrad.h>
 
 #include <cmath>
@@ -23,5 +24,11 @@ int main() {
   }
   double wv = w.item(), bv = b.item();
   std::printf("w=%.4f b=%.4f\n", wv, bv);
-  return (std::abs(wv - 3) < 1e-3 && std::abs(bv - 1) < 1e-3) ? 0 : 1;
+
+  rg::Device sim = rg::Device::parse("sim");
+  rg::Tensor a = rg::randn({8, 16}), m = rg::randn({16, 4});
+  double sim_diff =
+      rg::max_abs_diff(rg::matmul(a.to(sim), m.to(sim)).to(rg::kCPU), rg::matmul(a, m));
+  std::printf("sim matmul vs cpu: max |diff| = %.3g\n", sim_diff);
+  return (std::abs(wv - 3) < 1e-3 && std::abs(bv - 1) < 1e-3 && sim_diff < 1e-4) ? 0 : 1;
 }

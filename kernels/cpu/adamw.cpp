@@ -54,10 +54,9 @@ void adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const
                     [&]<typename T>() { adamw_typed<T>(param, grad, exp_avg, exp_avg_sq, args); });
 }
 
-const bool registered = [] {
-  kernel_table(DeviceType::cpu).adamw = adamw;
-  return true;
-}();
-
 }  // namespace
+
+void register_adamw_kernels(KernelTable& k) {
+  k.adamw = adamw;
+}
 }  // namespace rg::cpu

@@ -123,12 +123,10 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const T
   });
 }
 
-const bool registered = [] {
-  KernelTable& k = kernel_table(DeviceType::cpu);
+}  // namespace
+
+void register_cross_entropy_kernels(KernelTable& k) {
   k.cross_entropy = cross_entropy;
   k.cross_entropy_backward = cross_entropy_backward;
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cpu

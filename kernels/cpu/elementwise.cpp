@@ -194,15 +194,13 @@ void fill(const Tensor& out, double value) {
   });
 }
 
-const bool registered = [] {
-  KernelTable& k = kernel_table(DeviceType::cpu);
+}  // namespace
+
+void register_elementwise_kernels(KernelTable& k) {
   k.unary = unary;
   k.binary = binary;
   k.where = where;
   k.copy = copy;
   k.fill = fill;
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cpu

@@ -110,12 +110,10 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
   }
 }
 
-const bool registered = [] {
-  KernelTable& k = kernel_table(DeviceType::cpu);
+}  // namespace
+
+void register_embedding_kernels(KernelTable& k) {
   k.embedding = embedding;
   k.embedding_backward = embedding_backward;
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cpu

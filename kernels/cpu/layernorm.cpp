@@ -176,12 +176,10 @@ void layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& d
   });
 }
 
-const bool registered = [] {
-  KernelTable& k = kernel_table(DeviceType::cpu);
+}  // namespace
+
+void register_layernorm_kernels(KernelTable& k) {
   k.layernorm = layernorm;
   k.layernorm_backward = layernorm_backward;
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cpu

@@ -142,11 +142,10 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   RG_DISPATCH_FLOAT(out.dtype(), "matmul", [&]<typename T>() { matmul_typed<T>(out, a, b); });
 }
 
-const bool registered = [] {
-  Eigen::initParallel();
-  kernel_table(DeviceType::cpu).matmul = matmul;
-  return true;
-}();
-
 }  // namespace
+
+void register_matmul_kernels(KernelTable& k) {
+  Eigen::initParallel();
+  k.matmul = matmul;
+}
 }  // namespace rg::cpu

@@ -49,10 +49,9 @@ void random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) 
   }
 }
 
-const bool registered = [] {
-  kernel_table(DeviceType::cpu).random = random;
-  return true;
-}();
-
 }  // namespace
+
+void register_random_kernels(KernelTable& k) {
+  k.random = random;
+}
 }  // namespace rg::cpu

@@ -245,10 +245,9 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
   }
 }
 
-const bool registered = [] {
-  kernel_table(DeviceType::cpu).reduce = reduce;
-  return true;
-}();
-
 }  // namespace
+
+void register_reduce_kernels(KernelTable& k) {
+  k.reduce = reduce;
+}
 }  // namespace rg::cpu

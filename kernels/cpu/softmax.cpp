@@ -177,12 +177,10 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tenso
   });
 }
 
-const bool registered = [] {
-  KernelTable& k = kernel_table(DeviceType::cpu);
+}  // namespace
+
+void register_softmax_kernels(KernelTable& k) {
   k.softmax = softmax;
   k.softmax_backward = softmax_backward;
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cpu

@@ -76,5 +76,8 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(adamw, run_adamw)
+
+void register_adamw_kernels(KernelTable& k) {
+  k.adamw = run_adamw;
+}
 }  // namespace rg::RG_BACKEND

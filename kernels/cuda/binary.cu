@@ -31,5 +31,8 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(binary, run_binary)
+
+void register_binary_kernels(KernelTable& k) {
+  k.binary = run_binary;
+}
 }  // namespace rg::RG_BACKEND

@@ -1,6 +1,10 @@
 // See caching_allocator.h.
 #include "kernels/cuda/caching_allocator.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace rg::gpu {
@@ -25,12 +29,16 @@ size_t CachingAllocator::size_class(size_t n) {
 void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   size_t cls = size_class(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = free_.find({stream, cls});
+  Bucket& bucket = buckets_[{stream, cls}];
   void* p = nullptr;
-  if (it != free_.end() && !it->second.empty()) {
-    p = it->second.back();
-    it->second.pop_back();
+  if (!bucket.cached.empty()) {
+    p = bucket.cached.back();
+    bucket.cached.pop_back();
   } else {
+    // Room for this block's return, before there is a block to lose if this throws.
+    size_t needed = bucket.cached.size() + bucket.live + 1;
+    if (bucket.cached.capacity() < needed)
+      bucket.cached.reserve(std::max(needed, 2 * bucket.cached.capacity()));
     if (cap_ && stats_.reserved + cls > cap_) release_cached_locked();
     if (cap_ && stats_.reserved + cls > cap_) fail_oom(nbytes, cls, "the memory cap");
     p = raw_.allocate(cls, device_);
@@ -42,18 +50,29 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
     stats_.reserved += cls;
     stats_.system_allocs++;
   }
-  live_[p] = Block{cls, stream};
+  try {
+    live_.emplace(p, Block{cls, stream});
+  } catch (...) {  // no memory for the bookkeeping: keep the block cached
+    bucket.cached.push_back(p);
+    throw;
+  }
+  bucket.live++;
   stats_.allocated += cls;
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
   return p;
 }
 
-void CachingAllocator::deallocate(void* ptr) {
+void CachingAllocator::deallocate(void* ptr) noexcept {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
-  RG_CHECK(it != live_.end(), name_, " allocator: free of an unknown pointer");
-  free_[{it->second.stream, it->second.size}].push_back(ptr);
+  if (it == live_.end()) {
+    std::fprintf(stderr, "%s allocator: free of an unknown pointer %p\n", name_.c_str(), ptr);
+    std::abort();
+  }
+  Bucket& bucket = buckets_.find({it->second.stream, it->second.size})->second;
+  bucket.cached.push_back(ptr);  // within the capacity reserved by allocate
+  bucket.live--;
   stats_.allocated -= it->second.size;
   live_.erase(it);
 }
@@ -69,11 +88,11 @@ void CachingAllocator::empty_cache() {
 }
 
 void CachingAllocator::release_cached_locked() {
-  for (auto& [key, blocks] : free_) {
-    for (void* p : blocks) raw_.release(p, device_);
-    stats_.reserved -= key.second * blocks.size();
+  for (auto& [key, bucket] : buckets_) {  // buckets stay: allocate() may hold one
+    for (void* p : bucket.cached) raw_.release(p, device_);
+    stats_.reserved -= key.second * bucket.cached.size();
+    bucket.cached.clear();
   }
-  free_.clear();
 }
 
 void CachingAllocator::set_memory_fraction(double fraction) {

@@ -29,7 +29,9 @@ class CachingAllocator {
   ~CachingAllocator() = default;  // never destroyed in practice: tensors may outlive main
 
   void* allocate(size_t nbytes, void* stream);
-  void deallocate(void* ptr);
+  // Never allocates or throws: it runs in Storage's destructor, also while an out-of-memory
+  // error unwinds. allocate() reserves the free-list slot each live block returns to.
+  void deallocate(void* ptr) noexcept;
   AllocatorStats stats();
   void empty_cache();
   void set_memory_fraction(double fraction);  // (0, 1]
@@ -41,6 +43,10 @@ class CachingAllocator {
     size_t size;
     void* stream;
   };
+  struct Bucket {               // the blocks of one (stream, class)
+    std::vector<void*> cached;  // capacity >= cached.size() + live, so a free never grows it
+    size_t live = 0;
+  };
   void release_cached_locked();
   [[noreturn]] void fail_oom(size_t nbytes, size_t cls, const char* why);
 
@@ -48,7 +54,7 @@ class CachingAllocator {
   RawMemory raw_;
   int device_;
   std::mutex mutex_;
-  std::map<std::pair<void*, size_t>, std::vector<void*>> free_;  // (stream, class) -> blocks
+  std::map<std::pair<void*, size_t>, Bucket> buckets_;  // (stream, class) -> blocks
   std::unordered_map<void*, Block> live_;
   AllocatorStats stats_;
   size_t cap_ = 0;  // 0: no cap

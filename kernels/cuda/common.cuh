@@ -1,6 +1,7 @@
 // Shared pieces of the kernel files: the device-side bf16 type and dtype conversions, the
-// host-side dtype dispatch (storage types as the kernels see them), registration of a
-// kernel-table entry, and the stream a tensor's kernels run on.
+// host-side dtype dispatch (storage types as the kernels see them), and the stream a
+// tensor's kernels run on. Each kernel file ends with register_<file>_kernels(KernelTable&),
+// which kernels/builtin.cpp calls (see there).
 // Everything is in rg::RG_BACKEND so the cuda and sim compilations never collide.
 #pragma once
 #include "core/op_table.h"
@@ -152,11 +153,3 @@ inline void device_memcpy(void* dst, const void* src, size_t nbytes, gpu_stream_
 }
 
 }  // namespace rg::RG_BACKEND
-
-// Fills one entry of this backend's KernelTable at library load. Use inside the backend
-// namespace: RG_REGISTER_KERNEL(softmax, softmax_impl);
-#define RG_REGISTER_KERNEL(entry, fn)                           \
-  namespace {                                                   \
-  [[maybe_unused]] const bool rg_registered_##entry =           \
-      (::rg::kernel_table(RG_BACKEND_DEVICE).entry = fn, true); \
-  }

@@ -29,5 +29,8 @@ void run_copy(const Tensor& out, const Tensor& in) {
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(copy, run_copy)
+
+void register_copy_kernels(KernelTable& k) {
+  k.copy = run_copy;
+}
 }  // namespace rg::RG_BACKEND

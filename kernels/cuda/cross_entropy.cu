@@ -160,6 +160,9 @@ void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, con
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(cross_entropy, run_cross_entropy)
-RG_REGISTER_KERNEL(cross_entropy_backward, run_cross_entropy_backward)
+
+void register_cross_entropy_kernels(KernelTable& k) {
+  k.cross_entropy = run_cross_entropy;
+  k.cross_entropy_backward = run_cross_entropy_backward;
+}
 }  // namespace rg::RG_BACKEND

@@ -129,6 +129,9 @@ void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(embedding, run_embedding)
-RG_REGISTER_KERNEL(embedding_backward, run_embedding_backward)
+
+void register_embedding_kernels(KernelTable& k) {
+  k.embedding = run_embedding;
+  k.embedding_backward = run_embedding_backward;
+}
 }  // namespace rg::RG_BACKEND

@@ -19,5 +19,8 @@ void run_fill(const Tensor& out, double value) {
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(fill, run_fill)
+
+void register_fill_kernels(KernelTable& k) {
+  k.fill = run_fill;
+}
 }  // namespace rg::RG_BACKEND

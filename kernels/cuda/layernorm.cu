@@ -162,6 +162,9 @@ void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tenso
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(layernorm, run_layernorm)
-RG_REGISTER_KERNEL(layernorm_backward, run_layernorm_backward)
+
+void register_layernorm_kernels(KernelTable& k) {
+  k.layernorm = run_layernorm;
+  k.layernorm_backward = run_layernorm_backward;
+}
 }  // namespace rg::RG_BACKEND

@@ -105,5 +105,8 @@ void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(matmul, run_matmul)
+
+void register_matmul_kernels(KernelTable& k) {
+  k.matmul = run_matmul;
+}
 }  // namespace rg::RG_BACKEND

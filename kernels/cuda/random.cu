@@ -38,5 +38,8 @@ void run_random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offs
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(random, run_random)
+
+void register_random_kernels(KernelTable& k) {
+  k.random = run_random;
+}
 }  // namespace rg::RG_BACKEND

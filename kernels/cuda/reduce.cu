@@ -199,5 +199,8 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(reduce, run_reduce)
+
+void register_reduce_kernels(KernelTable& k) {
+  k.reduce = run_reduce;
+}
 }  // namespace rg::RG_BACKEND

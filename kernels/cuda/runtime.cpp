@@ -142,7 +142,10 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, size
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-const bool registered = [] {
+}  // namespace
+
+// Called once by register_builtin_backends (kernels/builtin.h).
+void register_cuda_device() {
   DeviceInterface d;
   d.allocate = [](size_t n, int index) {
     return allocator(index).allocate(n,
@@ -161,8 +164,5 @@ const bool registered = [] {
   };
   d.device_count = device_count;
   register_device(DeviceType::cuda, d);
-  return true;
-}();
-
-}  // namespace
+}
 }  // namespace rg::cuda

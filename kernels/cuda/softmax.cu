@@ -165,6 +165,9 @@ void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const T
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(softmax, run_softmax)
-RG_REGISTER_KERNEL(softmax_backward, run_softmax_backward)
+
+void register_softmax_kernels(KernelTable& k) {
+  k.softmax = run_softmax;
+  k.softmax_backward = run_softmax_backward;
+}
 }  // namespace rg::RG_BACKEND

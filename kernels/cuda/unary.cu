@@ -26,5 +26,8 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(unary, run_unary)
+
+void register_unary_kernels(KernelTable& k) {
+  k.unary = run_unary;
+}
 }  // namespace rg::RG_BACKEND

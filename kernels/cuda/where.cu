@@ -23,5 +23,8 @@ void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Ten
 }
 
 }  // namespace
-RG_REGISTER_KERNEL(where, run_where)
+
+void register_where_kernels(KernelTable& k) {
+  k.where = run_where;
+}
 }  // namespace rg::RG_BACKEND

@@ -1,6 +1,7 @@
 // The sim device: device memory is host memory served by the same caching allocator as
 // cuda (aligned malloc underneath), copies are memcpy, and streams run in order on the
-// calling thread, so synchronize has nothing to wait for. Registered at library load.
+// calling thread, so synchronize has nothing to wait for. Registered by
+// register_builtin_backends (kernels/builtin.h).
 #include "kernels/sim/device.h"
 
 #include <unistd.h>
@@ -31,7 +32,10 @@ gpu::RawMemory raw_host_memory() {
 
 constexpr int kMaxSimDevices = 16;
 
-const bool registered = [] {
+}  // namespace
+
+// Called once by register_builtin_backends (kernels/builtin.h).
+void register_sim_device() {
   DeviceInterface d;
   d.allocate = [](size_t n, int index) {
     return allocator(index).allocate(n, gpu::current_stream(Device(DeviceType::sim, index)).handle);
@@ -45,10 +49,7 @@ const bool registered = [] {
   d.empty_cache = [](int index) { allocator(index).empty_cache(); };
   d.device_count = [] { return kMaxSimDevices; };
   register_device(DeviceType::sim, d);
-  return true;
-}();
-
-}  // namespace
+}
 
 gpu::CachingAllocator& allocator(int index) {
   RG_CHECK(index >= 0 && index < kMaxSimDevices, "sim: device index ", index, " out of range [0, ",

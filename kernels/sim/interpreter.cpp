@@ -95,8 +95,7 @@ void fiber_entry() {
     f->error = std::current_exception();
   }
   f->state = FiberState::done;
-  fiber_switch(f->context, w.scheduler);  // never resumed
-  __builtin_unreachable();
+  fiber_exit(f->context, w.scheduler);
 }
 
 void resume(Worker& w, Fiber& f) {

@@ -1,0 +1,36 @@
+// The built-in backends: registered by one explicit call before first use (not by static
+// initialisers, which a static link drops), complete, and a missing one says why.
+#include <doctest/doctest.h>
+
+#include "core/op_table.h"
+#include "kernels/builtin.h"
+#include "ringgrad.h"
+
+using namespace rg;
+
+TEST_CASE("cpu and sim are always available and have every kernel") {
+  for (DeviceType type : {DeviceType::cpu, DeviceType::sim}) {
+    CAPTURE(Device(type).str());
+    CHECK(device_available(type));
+    const KernelTable& table = kernel_table(type);
+#define RG_CHECK_ENTRY(name, ret, params) CHECK_MESSAGE(bool(table.name), #name);
+    RG_KERNELS(RG_CHECK_ENTRY)
+#undef RG_CHECK_ENTRY
+  }
+}
+
+TEST_CASE("an unusable cuda device says whether the backend is missing or finds no device") {
+  Device cuda = Device::parse("cuda");
+  if (!cuda_backend_built()) {
+    CHECK_FALSE(device_available(DeviceType::cuda));
+    CHECK_THROWS_WITH_AS(empty({2}, DType::f32, cuda),
+                         "device cuda:0: this ringgrad was built without the cuda backend "
+                         "(configure with -Dcuda=enabled)",
+                         Error);
+  } else if (!device_available(DeviceType::cuda)) {
+    CHECK_THROWS_WITH_AS(empty({2}, DType::f32, cuda),
+                         "device cuda:0: the backend is built but finds no device", Error);
+  } else {
+    CHECK(empty({2}, DType::f32, cuda).device() == cuda);
+  }
+}

@@ -40,6 +40,7 @@ namespace rg {
   X(relu,         same,     x > T(0) ? x : T(0),       x > T(0) ? g : T(0))         \
   X(gelu,         floating, gelu_erf(x),               g * gelu_erf_grad(x))        \
   X(gelu_tanh,    floating, gelu_tanh(x),              g * gelu_tanh_grad(x))       \
+  X(silu,         floating, x * sigmoid_of(x),         g * (sigmoid_of(x) + y * (T(1) - sigmoid_of(x)))) \
   X(sin,          floating, sin(x),                    g * cos(x))                  \
   X(cos,          floating, cos(x),                    -(g * sin(x)))               \
   X(square,       same,     x * x,                     g * T(2) * x)                \

@@ -52,6 +52,7 @@ inline const std::map<std::string, UnaryCase>& unary_cases() {
       {"relu", {[](double v) { return v > 0 ? v : 0.0; }, {}}},
       {"gelu", {[](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, {}}},
       {"gelu_tanh", {gelu_tanh_reference, {}}},
+      {"silu", {[](double v) { return v / (1 + std::exp(-v)); }, {}}},
       {"sin", {[](double v) { return std::sin(v); }, {}}},
       {"cos", {[](double v) { return std::cos(v); }, {}}},
       {"square", {[](double v) { return v * v; }, {}}},

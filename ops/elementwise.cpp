@@ -47,7 +47,8 @@ Tensor unary_raw(UnaryOp op, const Tensor& x) {
   return out;
 }
 
-// The gradient kernels: g has the output's shape; the result has the output's dtype.
+// The gradient of an input: the row's gradient kernel, or g itself when the row's gradient
+// is `g`; binary gradients are summed back to the input's (broadcast) shape.
 Tensor unary_gradient(UnaryOp op, const Tensor& g_in, const Tensor& x, const Tensor& y) {
   if (info(op).gradient_is_g[0]) return g_in;
   Tensor g = g_in.to(y.dtype());
@@ -64,7 +65,7 @@ Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const Tensor&
   Tensor grad = empty(y.shape(), y.dtype(), y.device());
   if (grad.numel())
     RG_KERNEL(y.device(), binary_backward)
-    (op, which, grad, g, expand(a, y.shape()), expand(b, y.shape()), y);
+    (op, which, grad, g, expand(a.detach(), y.shape()), expand(b.detach(), y.shape()), y);
   return sum_to(grad, input_shape);
 }
 

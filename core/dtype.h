@@ -65,7 +65,8 @@ RG_DTYPES(RG_DTYPE_OF)
 }  // namespace rg
 
 // RG_DISPATCH_FLOAT(dtype, "op", [&]<typename T>() {...}) calls the lambda with T = float or
-// double; RG_DISPATCH_ALL adds the integer types and bool. bf16 is converted by callers.
+// double (not bf16: callers convert it first); RG_DISPATCH_ALL with the storage type of every
+// dtype: float, double, bf16_t, int32_t, int64_t and bool. Other dtypes throw naming "op".
 #define RG_DISPATCH_FLOAT(dtype, opname, ...)                                           \
   [&] {                                                                                \
     switch (dtype) {                                                                   \

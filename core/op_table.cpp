@@ -1,34 +1,55 @@
+// The data forms of the op table's lists (core/op_table.h): names, rules, and the row
+// expressions as text.
 #include "core/op_table.h"
 
 #include <array>
+#include <string_view>
 
 #include "kernels/builtin.h"
 
 namespace rg {
+namespace {
 
-#define RG_NAME(name) #name,
-const char* op_name(UnaryOp op) {
-  static const char* names[] = {RG_UNARY_OPS(RG_NAME)};
-  return names[static_cast<int>(op)];
-}
-const char* op_name(BinaryOp op) {
-  static const char* names[] = {RG_BINARY_OPS(RG_NAME)};
-  return names[static_cast<int>(op)];
-}
+constexpr bool is_g(std::string_view expression) { return expression == "g"; }
+
+#define RG_UNARY_INFO(name, rule, forward, gradient) \
+  {#name, DTypeRule::rule, #forward, {#gradient, ""}, {is_g(#gradient), false}},
+constexpr ElementwiseInfo kUnary[] = {RG_UNARY_OPS(RG_UNARY_INFO)};
+#undef RG_UNARY_INFO
+
+#define RG_BINARY_INFO(name, rule, forward, gradient_a, gradient_b) \
+  {#name,                                                           \
+   DTypeRule::rule,                                                 \
+   #forward,                                                        \
+   {#gradient_a, #gradient_b},                                      \
+   {is_g(#gradient_a), is_g(#gradient_b)}},
+constexpr ElementwiseInfo kBinary[] = {RG_BINARY_OPS(RG_BINARY_INFO)};
+#undef RG_BINARY_INFO
+
+}  // namespace
+
+const ElementwiseInfo& info(UnaryOp op) { return kUnary[static_cast<int>(op)]; }
+const ElementwiseInfo& info(BinaryOp op) { return kBinary[static_cast<int>(op)]; }
+const char* op_name(UnaryOp op) { return info(op).name; }
+const char* op_name(BinaryOp op) { return info(op).name; }
+
 const char* op_name(ReduceOp op) {
+#define RG_NAME(name) #name,
   static const char* names[] = {RG_REDUCE_OPS(RG_NAME)};
+#undef RG_NAME
   return names[static_cast<int>(op)];
 }
-#undef RG_NAME
 
-bool is_comparison(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::eq: case BinaryOp::ne: case BinaryOp::lt:
-    case BinaryOp::le: case BinaryOp::gt: case BinaryOp::ge:
-      return true;
-    default:
-      return false;
+const char* rule_name(DTypeRule r) {
+  switch (r) {
+    case DTypeRule::same:
+      return "same";
+    case DTypeRule::floating:
+      return "floating";
+    case DTypeRule::boolean:
+      return "boolean";
   }
+  return "?";
 }
 
 KernelTable& unchecked_kernel_table(DeviceType type) {

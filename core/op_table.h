@@ -3,40 +3,113 @@
 // sync by hand. To add an op, see docs/adding-an-op.md.
 #pragma once
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
 
 namespace rg {
 
-// Elementwise unary: out = f(in).
-#define RG_UNARY_OPS(X) \
-  X(neg) X(exp) X(log) X(sqrt) X(rsqrt) X(abs) X(sign) X(tanh) X(sigmoid) X(relu) X(gelu) \
-  X(sin) X(cos) X(square) X(reciprocal) X(logical_not)
+// ---- THE elementwise table. One row per op; everything else is generated from it: the
+// UnaryOp/BinaryOp enums and names below, the scalar functors (core/elementwise_scalar.h)
+// that the cpu and cuda/sim kernels instantiate per op, the public functions rg::<name>
+// and their derivatives (ops/elementwise.cpp), the tests and the op list in the docs.
+//   name      UnaryOp::name / BinaryOp::name, and the public op rg::name(x) / rg::name(a, b)
+//   rule      the output dtype (DTypeRule below): same | floating | boolean
+//   forward   y = f(x), or y = f(a, b)
+//   gradient  dL/dx from g = dL/dy, the input x and the output y; binary rows give dL/da and
+//             dL/db from g, a, b and y. A gradient that is just `g` passes g through with
+//             no kernel. Rows with a bool output have no gradient (write 0).
+// Expressions are C++ in the compute type T: float for f32 and bf16, double for f64, the
+// integer type for integers (only `same` and `boolean` rows see integers). Write constants
+// as T(0.5): a bare 0.5 would compute in double, and a static_assert rejects it. The math
+// functions (exp, log, erf, sign_of, gelu_tanh, ...) are those of core/elementwise_scalar.h,
+// usable on host and device.
+// clang-format off
+#define RG_UNARY_OPS(X)                                                             \
+  /* name         rule      forward                    gradient */                  \
+  X(neg,          same,     -x,                        -g)                          \
+  X(exp,          floating, exp(x),                    g * y)                       \
+  X(log,          floating, log(x),                    g / x)                       \
+  X(sqrt,         floating, sqrt(x),                   g * T(0.5) / y)              \
+  X(rsqrt,        floating, T(1) / sqrt(x),            g * T(-0.5) * (y * (y * y))) \
+  X(abs,          same,     x < T(0) ? -x : x,         g * sign_of(x))              \
+  X(sign,         same,     sign_of(x),                g * T(0))                    \
+  X(tanh,         floating, tanh(x),                   g * (T(1) - y * y))          \
+  X(sigmoid,      floating, sigmoid_of(x),             g * y * (T(1) - y))          \
+  X(relu,         same,     x > T(0) ? x : T(0),       x > T(0) ? g : T(0))         \
+  X(gelu,         floating, gelu_erf(x),               g * gelu_erf_grad(x))        \
+  X(gelu_tanh,    floating, gelu_tanh(x),              g * gelu_tanh_grad(x))       \
+  X(silu,         floating, x * sigmoid_of(x),         g * (sigmoid_of(x) + y * (T(1) - sigmoid_of(x)))) \
+  X(sin,          floating, sin(x),                    g * cos(x))                  \
+  X(cos,          floating, cos(x),                    -(g * sin(x)))               \
+  X(square,       same,     x * x,                     g * T(2) * x)                \
+  X(reciprocal,   floating, T(1) / x,                  -(g * (y * y)))              \
+  X(logical_not,  boolean,  x == T(0),                 0)
 
-// Elementwise binary with broadcasting: out = f(a, b). Comparisons write bool.
-// gelu_backward(grad, x), relu_backward(grad, x) and tanh_backward(grad, y) are the fused
-// derivative kernels of the activations.
-#define RG_BINARY_OPS(X) \
-  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) \
-  X(eq) X(ne) X(lt) X(le) X(gt) X(ge) \
-  X(gelu_backward) X(relu_backward) X(tanh_backward) X(sigmoid_backward)
+// Binary rows broadcast (NumPy rules); the op layer promotes both inputs to one dtype first.
+#define RG_BINARY_OPS(X)                                                                                 \
+  /* name     rule      forward                          gradient a                  gradient b */       \
+  X(add,      same,     a + b,                           g,                          g)                  \
+  X(sub,      same,     a - b,                           g,                          -g)                 \
+  X(mul,      same,     a * b,                           g * b,                      g * a)              \
+  X(div,      floating, a / b,                           g / b,                      -(g * a / (b * b))) \
+  X(pow,      floating, pow(a, b),                       g * (b * pow(a, b - T(1))), g * (y * log(a)))   \
+  X(maximum,  same,     is_nan(a) ? a : (a > b ? a : b), a >= b ? g : T(0),          a >= b ? T(0) : g)  \
+  X(minimum,  same,     is_nan(a) ? a : (a < b ? a : b), a <= b ? g : T(0),          a <= b ? T(0) : g)  \
+  X(eq,       boolean,  a == b,                          0,                          0)                  \
+  X(ne,       boolean,  a != b,                          0,                          0)                  \
+  X(lt,       boolean,  a < b,                           0,                          0)                  \
+  X(le,       boolean,  a <= b,                          0,                          0)                  \
+  X(gt,       boolean,  a > b,                           0,                          0)                  \
+  X(ge,       boolean,  a >= b,                          0,                          0)
+// clang-format on
 
-// Reductions over a set of dims.
-#define RG_REDUCE_OPS(X) X(sum) X(mean) X(max) X(min) X(argmax) X(argmin)
+// The output dtype of an elementwise op, from its input dtype (binary: the promoted one).
+enum class DTypeRule : uint8_t {
+  same,      // the input dtype; bool inputs: binary ops compute in int64, unary ops reject them
+  floating,  // integer and bool inputs are computed as float32 (true division, exp of an int)
+  boolean,   // bool (comparisons, logical_not); inputs of any dtype, compared as they are
+};
+// Which input dtypes reach a kernel under each rule (the op layer converts the others).
+constexpr bool rule_takes_integers(DTypeRule r) { return r != DTypeRule::floating; }
+constexpr bool rule_takes_bool(DTypeRule r) { return r == DTypeRule::boolean; }
+const char* rule_name(DTypeRule r);
 
 enum class UnaryOp : uint8_t {
-#define RG_ENUM(name) name,
+#define RG_ENUM(name, ...) name,
   RG_UNARY_OPS(RG_ENUM)
 };
 enum class BinaryOp : uint8_t { RG_BINARY_OPS(RG_ENUM) };
-enum class ReduceOp : uint8_t { RG_REDUCE_OPS(RG_ENUM) };
 #undef RG_ENUM
+
+// One row of the table as data (the expressions as text, for messages, tests and docs).
+struct ElementwiseInfo {
+  const char* name;
+  DTypeRule rule;
+  const char* forward;
+  const char* gradient[2];     // binary: for a and for b; unary: gradient[0]
+  bool gradient_is_g[2];       // the gradient is g itself: no kernel needed
+  bool differentiable() const { return rule != DTypeRule::boolean; }
+};
+const ElementwiseInfo& info(UnaryOp op);
+const ElementwiseInfo& info(BinaryOp op);
+#define RG_COUNT(...) +1
+inline constexpr int kNumUnaryOps = 0 RG_UNARY_OPS(RG_COUNT);
+inline constexpr int kNumBinaryOps = 0 RG_BINARY_OPS(RG_COUNT);
+#undef RG_COUNT
+
+// Reductions over a set of dims.
+#define RG_REDUCE_OPS(X) X(sum) X(mean) X(max) X(min) X(argmax) X(argmin)
+enum class ReduceOp : uint8_t {
+#define RG_ENUM(name) name,
+  RG_REDUCE_OPS(RG_ENUM)
+#undef RG_ENUM
+};
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
-bool is_comparison(BinaryOp op);  // writes bool
 
 enum class RandomKind : uint8_t { uniform, normal };
 
@@ -52,7 +125,15 @@ struct AdamWArgs {
 //   name, return type, parameters
 #define RG_KERNELS(X)                                                                         \
   X(unary, void, (UnaryOp op, const Tensor& out, const Tensor& in))                           \
+  /* grad_in = the row's gradient of (grad_out, in, out); all four of in's shape and dtype */  \
+  X(unary_backward, void, (UnaryOp op, const Tensor& grad_in, const Tensor& grad_out,         \
+                           const Tensor& in, const Tensor& out))                              \
   X(binary, void, (BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b))         \
+  /* grad_in = the row's gradient for input `which` (0: a, 1: b) of (grad_out, a, b, out), */ \
+  /* every operand already broadcast to out's shape, all of out's dtype */                    \
+  X(binary_backward, void, (BinaryOp op, int which, const Tensor& grad_in,                    \
+                            const Tensor& grad_out, const Tensor& a, const Tensor& b,         \
+                            const Tensor& out))                                               \
   /* out = cond ? a : b, all already broadcast to out's shape */                              \
   X(where, void, (const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b))    \
   /* strided copy with dtype conversion, same device */                                       \

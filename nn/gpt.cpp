@@ -15,14 +15,18 @@ uint64_t dropout_seed(const GPTConfig& config, uint64_t slot) {
 }
 }  // namespace
 
-FeedForward::FeedForward(const GPTConfig& c, uint64_t seed, Generator* gen) : Module("MLP") {
+FeedForward::FeedForward(const GPTConfig& c, uint64_t seed, Generator* gen)
+    : Module("MLP"), gelu_approximate(c.gelu_approximate) {
+  RG_CHECK(gelu_approximate == "none" || gelu_approximate == "tanh",
+           "GPTConfig.gelu_approximate must be \"none\" or \"tanh\", got \"", gelu_approximate,
+           "\"");
   c_fc = register_module("c_fc", std::make_shared<Linear>(c.n_embd, 4 * c.n_embd, c.bias, gen));
   c_proj = register_module("c_proj", std::make_shared<Linear>(4 * c.n_embd, c.n_embd, c.bias, gen));
   dropout = register_module("dropout", std::make_shared<Dropout>(c.dropout, seed));
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
-  return dropout->forward(c_proj->forward(gelu(c_fc->forward(x))));
+  return dropout->forward(c_proj->forward(gelu(c_fc->forward(x), gelu_approximate)));
 }
 
 Block::Block(const GPTConfig& c, uint64_t seed, Generator* gen) : Module("Block") {

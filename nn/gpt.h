@@ -9,6 +9,7 @@
 // every c_proj.weight ~ normal(0, 0.02/sqrt(2*n_layer)); all drawn from Generator{seed, 0},
 // so the same config gives the same model on every rank.
 #pragma once
+#include <string>
 #include <utility>
 
 #include "nn/attention.h"
@@ -24,6 +25,10 @@ struct GPTConfig {
   double dropout = 0.0;
   bool bias = true;      // biases in Linear and LayerNorm layers
   uint64_t seed = 1337;  // init and dropout generators
+  // The MLP's GELU, as rg::gelu(x, approximate): "none" (exact; nanoGPT's nn.GELU(), so a
+  // nanoGPT checkpoint gives nanoGPT's outputs) or "tanh" (GPT-2/HuggingFace's gelu_new, and
+  // ringgrad's only GELU before this field existed: set it to reproduce older runs).
+  std::string gelu_approximate = "none";
 };
 
 // The block's feed-forward part, nanoGPT's `MLP`: c_fc -> GELU -> c_proj -> dropout.
@@ -33,6 +38,7 @@ class FeedForward : public Module {
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Linear> c_fc, c_proj;
   std::shared_ptr<Dropout> dropout;
+  std::string gelu_approximate;
 };
 
 class Block : public Module {

@@ -53,7 +53,7 @@ class Dropout : public Module {
   Generator gen_;
 };
 
-class GELU : public Module {  // tanh approximation (GPT-2)
+class GELU : public Module {  // exact, as torch.nn.GELU() (rg::gelu(x, "tanh") for GPT-2's)
  public:
   GELU() : Module("GELU") {}
   Tensor forward(const Tensor& x) override { return gelu(x); }

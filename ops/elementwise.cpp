@@ -1,7 +1,11 @@
-// Elementwise ops and their derivatives. Binary ops broadcast (NumPy rules) and promote
-// dtypes (bool < int < float; true division and pow of integers give float32). The
-// gradient of a broadcast input is summed back to its shape (sum_to).
+// Elementwise ops and their derivatives, generated from the op table (core/op_table.h):
+// one public function per row, whose forward runs the row's kernel and whose backward runs
+// the row's gradient kernel (or passes g through when the gradient is just `g`). Binary ops
+// broadcast (NumPy rules) and promote dtypes (bool < int < float), then apply the row's
+// dtype rule; the gradient of a broadcast input is summed back to its shape (sum_to).
+// An op records a node when its output is floating and an input requires grad.
 #include <cmath>
+#include <string_view>
 
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -10,29 +14,59 @@ namespace rg {
 
 namespace {
 
-bool produces_float(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::relu:
-    case UnaryOp::square: case UnaryOp::logical_not:
-      return false;
-    default:
-      return true;
+// The dtype an op computes in, from its (promoted) input dtype and the row's rule.
+DType compute_dtype(const ElementwiseInfo& op, DType in, bool unary) {
+  switch (op.rule) {
+    case DTypeRule::same:
+      RG_CHECK(!unary || in != DType::b8, op.name, ": not supported for bool tensors");
+      return in == DType::b8 ? DType::i64 : in;
+    case DTypeRule::floating:
+      return is_floating(in) ? in : DType::f32;
+    case DTypeRule::boolean:
+      return in;
   }
+  RG_FAIL(op.name, ": unknown dtype rule");
+}
+
+DType out_dtype(const ElementwiseInfo& op, DType compute) {
+  return op.rule == DTypeRule::boolean ? DType::b8 : compute;
 }
 
 // Runs the kernel with no graph: inputs already on one device and of one dtype.
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name(op));
-  Tensor out = empty(shape, is_comparison(op) ? DType::b8 : a.dtype(), a.device());
+  Tensor out = empty(shape, out_dtype(info(op), a.dtype()), a.device());
   if (out.numel())
     RG_KERNEL(a.device(), binary)(op, out, expand(a.detach(), shape), expand(b.detach(), shape));
   return out;
 }
 
 Tensor unary_raw(UnaryOp op, const Tensor& x) {
-  Tensor out = empty(x.shape(), op == UnaryOp::logical_not ? DType::b8 : x.dtype(), x.device());
+  Tensor out = empty(x.shape(), out_dtype(info(op), x.dtype()), x.device());
   if (out.numel()) RG_KERNEL(x.device(), unary)(op, out, x);
   return out;
+}
+
+// The gradient of an input: the row's gradient kernel, or g itself when the row's gradient
+// is `g`; binary gradients are summed back to the input's (broadcast) shape.
+Tensor unary_gradient(UnaryOp op, const Tensor& g_in, const Tensor& x, const Tensor& y) {
+  if (info(op).gradient_is_g[0]) return g_in;
+  Tensor g = g_in.to(y.dtype());
+  Tensor grad = empty(x.shape(), x.dtype(), x.device());
+  if (grad.numel()) RG_KERNEL(x.device(), unary_backward)(op, grad, g, x, y);
+  return grad;
+}
+
+Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const Tensor& a, const Tensor& b,
+                       const Tensor& y) {
+  const Shape& input_shape = which == 0 ? a.shape() : b.shape();
+  if (info(op).gradient_is_g[which]) return sum_to(g_in, input_shape);
+  Tensor g = g_in.to(y.dtype());
+  Tensor grad = empty(y.shape(), y.dtype(), y.device());
+  if (grad.numel())
+    RG_KERNEL(y.device(), binary_backward)
+    (op, which, grad, g, expand(a.detach(), y.shape()), expand(b.detach(), y.shape()), y);
+  return sum_to(grad, input_shape);
 }
 
 Tensor scalar_like(const Tensor& t, double value) {
@@ -41,60 +75,22 @@ Tensor scalar_like(const Tensor& t, double value) {
   return scalar_tensor(value, dt, t.device());
 }
 
-Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alpha = 1.0) {
+Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   const char* name = op_name(op);
   check_defined(name, a_in, "first input");
   check_defined(name, b_in, "second input");
   check_same_device(name, a_in, b_in);
-  DType ct = promote_types(a_in.dtype(), b_in.dtype());
-  if ((op == BinaryOp::div || op == BinaryOp::pow) && !is_floating(ct)) ct = DType::f32;
-  if (ct == DType::b8 && !is_comparison(op)) ct = DType::i64;
+  DType ct = compute_dtype(info(op), promote_types(a_in.dtype(), b_in.dtype()), false);
   Tensor a = a_in.to(ct), b = b_in.to(ct);
-  if (alpha != 1.0) b = mul(b, alpha);
   Tensor out = binary_raw(op, a, b);
-  if (is_comparison(op) || !needs_grad({a, b})) return out;
+  if (!is_floating(out.dtype()) || !needs_grad({a, b})) return out;
 
-  Shape sa = a.shape(), sb = b.shape();
   SavedTensor saved_a(a, name), saved_b(b, name), saved_out(out, name);
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
   record(name, out, {a, b}, [=](const Tensor& g) -> std::vector<Tensor> {
-    Tensor ga, gb;
-    switch (op) {
-      case BinaryOp::add:
-        ga = g, gb = g;
-        break;
-      case BinaryOp::sub:
-        ga = g, gb = need_b ? neg(g) : Tensor();
-        break;
-      case BinaryOp::mul:
-        if (need_a) ga = mul(g, saved_b.get());
-        if (need_b) gb = mul(g, saved_a.get());
-        break;
-      case BinaryOp::div: {
-        Tensor bv = saved_b.get();
-        if (need_a) ga = div(g, bv);
-        if (need_b) gb = neg(div(mul(g, saved_a.get()), mul(bv, bv)));
-        break;
-      }
-      case BinaryOp::pow: {
-        Tensor av = saved_a.get(), bv = saved_b.get();
-        if (need_a) ga = mul(g, mul(bv, pow(av, sub(bv, scalar_like(bv, 1)))));
-        if (need_b) gb = mul(g, mul(saved_out.get(), log(av)));
-        break;
-      }
-      case BinaryOp::maximum:
-      case BinaryOp::minimum: {
-        Tensor av = saved_a.get(), bv = saved_b.get();
-        Tensor pick_a = op == BinaryOp::maximum ? ge(av, bv) : le(av, bv);
-        Tensor zero = zeros({}, g.dtype(), g.device());
-        ga = where(pick_a, g, zero);
-        gb = where(pick_a, zero, g);
-        break;
-      }
-      default:
-        RG_FAIL(op_name(op), ": no derivative");
-    }
-    return {ga.defined() ? sum_to(ga, sa) : ga, gb.defined() ? sum_to(gb, sb) : gb};
+    Tensor av = saved_a.get(), bv = saved_b.get(), y = saved_out.get();
+    return {need_a ? binary_gradient(op, 0, g, av, bv, y) : Tensor(),
+            need_b ? binary_gradient(op, 1, g, av, bv, y) : Tensor()};
   });
   return out;
 }
@@ -102,39 +98,13 @@ Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alp
 Tensor unary_op(UnaryOp op, const Tensor& x_in) {
   const char* name = op_name(op);
   check_defined(name, x_in, "input");
-  Tensor x = x_in;
-  if (op == UnaryOp::logical_not) x = x_in.to(DType::b8);
-  else if (produces_float(op) && !is_floating(x.dtype())) x = x_in.to(DType::f32);
-  RG_CHECK(x.dtype() != DType::b8 || op == UnaryOp::logical_not, name,
-           ": not supported for bool tensors");
+  Tensor x = x_in.to(compute_dtype(info(op), x_in.dtype(), true));
   Tensor out = unary_raw(op, x);
-  if (op == UnaryOp::logical_not || op == UnaryOp::sign || !needs_grad({x})) return out;
+  if (!is_floating(out.dtype()) || !needs_grad({x})) return out;
 
   SavedTensor saved_x(x, name), saved_y(out, name);
   record(name, out, {x}, [=](const Tensor& g) -> std::vector<Tensor> {
-    switch (op) {
-      case UnaryOp::neg: return {neg(g)};
-      case UnaryOp::exp: return {mul(g, saved_y.get())};
-      case UnaryOp::log: return {div(g, saved_x.get())};
-      case UnaryOp::sqrt: return {div(mul(g, 0.5), saved_y.get())};
-      case UnaryOp::rsqrt: {
-        Tensor y = saved_y.get();
-        return {mul(mul(g, -0.5), mul(y, mul(y, y)))};
-      }
-      case UnaryOp::abs: return {mul(g, sign(saved_x.get()))};
-      case UnaryOp::tanh: return {binary_raw(BinaryOp::tanh_backward, g, saved_y.get())};
-      case UnaryOp::sigmoid: return {binary_raw(BinaryOp::sigmoid_backward, g, saved_y.get())};
-      case UnaryOp::relu: return {binary_raw(BinaryOp::relu_backward, g, saved_x.get())};
-      case UnaryOp::gelu: return {binary_raw(BinaryOp::gelu_backward, g, saved_x.get())};
-      case UnaryOp::sin: return {mul(g, cos(saved_x.get()))};
-      case UnaryOp::cos: return {neg(mul(g, sin(saved_x.get())))};
-      case UnaryOp::square: return {mul(mul(g, 2.0), saved_x.get())};
-      case UnaryOp::reciprocal: {
-        Tensor y = saved_y.get();
-        return {neg(mul(g, mul(y, y)))};
-      }
-      default: RG_FAIL(op_name(op), ": no derivative");
-    }
+    return {unary_gradient(op, g, saved_x.get(), saved_y.get())};
   });
   return out;
 }
@@ -158,19 +128,24 @@ Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other_in, 
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, double alpha) { return binary_op(BinaryOp::add, a, b, alpha); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::minimum, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::ge, a, b); }
+// One public function per row of the table (declared in ops.h the same way).
+#define RG_DEFINE_UNARY(name, ...) \
+  Tensor name(const Tensor& x) { return unary_op(UnaryOp::name, x); }
+RG_UNARY_OPS(RG_DEFINE_UNARY)
+#undef RG_DEFINE_UNARY
+#define RG_DEFINE_BINARY(name, ...) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::name, a, b); }
+RG_BINARY_OPS(RG_DEFINE_BINARY)
+#undef RG_DEFINE_BINARY
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  if (alpha == 1.0) return add(a, b);
+  check_defined("add", a, "first input");
+  check_defined("add", b, "second input");
+  // alpha scales b in the dtype add computes in.
+  DType ct = compute_dtype(info(BinaryOp::add), promote_types(a.dtype(), b.dtype()), false);
+  return add(a, mul(b.to(ct), alpha));
+}
 Tensor add(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
 Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
 
@@ -186,22 +161,12 @@ Tensor pow(const Tensor& a, double exponent) {
   return out;
 }
 
-Tensor neg(const Tensor& x) { return unary_op(UnaryOp::neg, x); }
-Tensor exp(const Tensor& x) { return unary_op(UnaryOp::exp, x); }
-Tensor log(const Tensor& x) { return unary_op(UnaryOp::log, x); }
-Tensor sqrt(const Tensor& x) { return unary_op(UnaryOp::sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary_op(UnaryOp::rsqrt, x); }
-Tensor abs(const Tensor& x) { return unary_op(UnaryOp::abs, x); }
-Tensor sign(const Tensor& x) { return unary_op(UnaryOp::sign, x); }
-Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::sigmoid, x); }
-Tensor relu(const Tensor& x) { return unary_op(UnaryOp::relu, x); }
-Tensor gelu(const Tensor& x) { return unary_op(UnaryOp::gelu, x); }
-Tensor sin(const Tensor& x) { return unary_op(UnaryOp::sin, x); }
-Tensor cos(const Tensor& x) { return unary_op(UnaryOp::cos, x); }
-Tensor square(const Tensor& x) { return unary_op(UnaryOp::square, x); }
-Tensor reciprocal(const Tensor& x) { return unary_op(UnaryOp::reciprocal, x); }
-Tensor logical_not(const Tensor& x) { return unary_op(UnaryOp::logical_not, x); }
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  if (approximate == "none") return gelu(x);
+  RG_CHECK(approximate == "tanh", "gelu: approximate must be \"none\" or \"tanh\", got \"",
+           approximate, "\"");
+  return gelu_tanh(x);
+}
 
 Tensor clamp(const Tensor& x, double lo, double hi) {
   RG_CHECK(lo <= hi, "clamp: min ", lo, " > max ", hi);
@@ -215,11 +180,12 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_same_device("where", a_in, b_in);
   DType ct = promote_types(a_in.dtype(), b_in.dtype());
   Tensor a = a_in.to(ct), b = b_in.to(ct);
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = empty(shape, ct, a.device());
   if (out.numel())
-    RG_KERNEL(a.device(), where)(out, expand(cond.detach(), shape), expand(a.detach(), shape),
-                                 expand(b.detach(), shape));
+    RG_KERNEL(a.device(), where)
+    (out, expand(cond.detach(), shape), expand(a.detach(), shape), expand(b.detach(), shape));
   if (needs_grad({a, b})) {
     SavedTensor saved_cond(cond, "where");
     Shape sa = a.shape(), sb = b.shape();
@@ -254,9 +220,15 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   if (alpha == 1.0) return binary_inplace(BinaryOp::add, *this, other, "add_");
   return binary_inplace(BinaryOp::add, *this, mul(other.detach(), alpha), "add_");
 }
-Tensor& Tensor::sub_(const Tensor& other) const { return binary_inplace(BinaryOp::sub, *this, other, "sub_"); }
-Tensor& Tensor::mul_(const Tensor& other) const { return binary_inplace(BinaryOp::mul, *this, other, "mul_"); }
-Tensor& Tensor::div_(const Tensor& other) const { return binary_inplace(BinaryOp::div, *this, other, "div_"); }
+Tensor& Tensor::sub_(const Tensor& other) const {
+  return binary_inplace(BinaryOp::sub, *this, other, "sub_");
+}
+Tensor& Tensor::mul_(const Tensor& other) const {
+  return binary_inplace(BinaryOp::mul, *this, other, "mul_");
+}
+Tensor& Tensor::div_(const Tensor& other) const {
+  return binary_inplace(BinaryOp::div, *this, other, "div_");
+}
 Tensor& Tensor::mul_(double v) const { return mul_(scalar_tensor(v, dtype(), device())); }
 Tensor& Tensor::div_(double v) const { return div_(scalar_tensor(v, dtype(), device())); }
 Tensor Tensor::pow(double e) const { return rg::pow(*this, e); }

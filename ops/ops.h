@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "core/op_table.h"
@@ -46,39 +47,23 @@ Tensor randn(const Shape& shape, DType dtype = DType::f32, Device device = kCPU,
 // Zeroes each element with probability p and scales the rest by 1/(1-p) (training only).
 Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
 
-// ---- elementwise (ops/elementwise.cpp), NumPy broadcasting and type promotion
-Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
+// ---- elementwise (ops/elementwise.cpp), NumPy broadcasting and type promotion.
+// One function per row of the op table (core/op_table.h lists them with their formulas):
+//   Tensor neg(const Tensor& x), exp, log, sqrt, ..., gelu (exact), gelu_tanh, logical_not
+//   Tensor add(const Tensor& a, const Tensor& b), sub, mul, div, pow, maximum, ..., ge
+#define RG_DECLARE_UNARY(name, ...) Tensor name(const Tensor& x);
+RG_UNARY_OPS(RG_DECLARE_UNARY)
+#undef RG_DECLARE_UNARY
+#define RG_DECLARE_BINARY(name, ...) Tensor name(const Tensor& a, const Tensor& b);
+RG_BINARY_OPS(RG_DECLARE_BINARY)
+#undef RG_DECLARE_BINARY
+Tensor add(const Tensor& a, const Tensor& b, double alpha);  // a + alpha * b
 Tensor pow(const Tensor& a, double exponent);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
+// PyTorch's gelu(x, approximate): "none" is the exact x * Phi(x) (nanoGPT's nn.GELU()),
+// "tanh" the GPT-2 approximation; anything else throws.
+Tensor gelu(const Tensor& x, std::string_view approximate);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
-Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);  // tanh approximation (GPT-2)
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor square(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor logical_not(const Tensor& x);
 Tensor clamp(const Tensor& x, double min, double max);
 // Scalar forms
 Tensor add(const Tensor& a, double b);

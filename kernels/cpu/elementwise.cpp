@@ -1,9 +1,13 @@
-// CPU elementwise kernels: unary, binary (inputs already broadcast by the op layer),
-// where, strided copy with dtype conversion, and fill. Every kernel walks its tensors with
-// StridedLoop and has a contiguous fast path the compiler can vectorise. bf16 computes
-// in float. Activation derivatives (gelu/relu/tanh/sigmoid backward) are binary ops.
+// CPU elementwise kernels: unary, binary (inputs already broadcast by the op layer), their
+// backward, where, strided copy with dtype conversion, and fill. unary/binary and their
+// backward instantiate one loop per op of the op table (core/op_table.h) and storage type:
+// the op is a template parameter (its scalar functor from core/elementwise_scalar.h), not a
+// per-element switch. Every kernel walks its tensors with StridedLoop and has a contiguous
+// fast path the compiler can vectorise. bf16 computes in float.
 #include <cmath>
+#include <utility>
 
+#include "core/elementwise_scalar.h"
 #include "core/op_table.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/strided_loop.h"
@@ -11,139 +15,108 @@
 namespace rg::cpu {
 namespace {
 
-constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr double kGeluCubic = 0.044715;
-
-template <typename C>
-C gelu(C x) {
-  return C(0.5) * x * (C(1) + std::tanh(C(kGeluScale) * (x + C(kGeluCubic) * x * x * x)));
-}
-
-template <typename C>
-C gelu_grad(C g, C x) {
-  C u = C(kGeluScale) * (x + C(kGeluCubic) * x * x * x);
-  C t = std::tanh(u);
-  C du = C(kGeluScale) * (C(1) + C(3 * kGeluCubic) * x * x);
-  return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
-}
-
-template <typename Out, typename In, typename F>
-void map1(const Tensor& out, const Tensor& in, F f) {
-  StridedLoop<2> loop({&out, &in});
-  loop.run([&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
+// out = f(ins...) elementwise over out's shape; every input has storage type In and is read
+// as compute_t<In>; f's result is converted to Out.
+template <typename Out, typename In, typename F, size_t... I>
+void map_impl(std::index_sequence<I...>, const Tensor& out,
+              const std::array<const Tensor*, sizeof...(I)>& ins, F f) {
+  constexpr int N = sizeof...(I);
+  using C = compute_t<In>;
+  StridedLoop<N + 1> loop({&out, ins[I]...});
+  loop.run([&](std::array<char*, N + 1> p, std::array<int64_t, N + 1> s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
-    const In* x = reinterpret_cast<const In*>(p[1]);
-    if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(compute_t<In>(x[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-            Out(f(compute_t<In>(*reinterpret_cast<const In*>(p[1] + i * s[1]))));
+    const In* x[N] = {reinterpret_cast<const In*>(p[I + 1])...};
+    if (s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In)) && ...)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(C(x[I][i])...));
+      return;
     }
+    if constexpr (N == 2) {  // tensor op scalar
+      if (s[0] == sizeof(Out) && s[1] == sizeof(In) && s[2] == 0) {
+        C b = C(x[1][0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(C(x[0][i]), b));
+        return;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+          Out(f(C(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1]))...));
+  });
+}
+template <typename Out, typename In, typename F, typename... Inputs>
+void map(F f, const Tensor& out, const Inputs&... ins) {
+  map_impl<Out, In>(std::index_sequence_for<Inputs...>{}, out, {&ins...}, f);
+}
+
+// bool for comparisons and logical_not, else the input's storage type.
+template <typename Fn, typename T>
+using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
+
+template <typename Fn>
+void unary_with(Fn, const Tensor& out, const Tensor& in) {
+  RG_DISPATCH_ALL(in.dtype(), op_name(Fn::op), [&]<typename T>() {
+    if constexpr (scalar::admits<Fn::rule, T>)
+      map<out_t<Fn, T>, T>([](compute_t<T> x) { return Fn::forward(x); }, out, in);
+    else
+      RG_FAIL(op_name(Fn::op), ": unsupported dtype ", in.dtype());
   });
 }
 
-template <typename Out, typename In, typename F>
-void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  StridedLoop<3> loop({&out, &a, &b});
-  loop.run([&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
-    using C = compute_t<In>;
-    Out* o = reinterpret_cast<Out*>(p[0]);
-    const In* x = reinterpret_cast<const In*>(p[1]);
-    const In* y = reinterpret_cast<const In*>(p[2]);
-    if (s[0] == sizeof(Out) && s[1] == sizeof(In) && s[2] == sizeof(In)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(C(x[i]), C(y[i])));
-    } else if (s[0] == sizeof(Out) && s[1] == sizeof(In) && s[2] == 0) {  // tensor op scalar
-      C yv = C(y[0]);
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(C(x[i]), yv));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-            Out(f(C(*reinterpret_cast<const In*>(p[1] + i * s[1])),
-                  C(*reinterpret_cast<const In*>(p[2] + i * s[2]))));
-    }
+template <typename Fn>
+void binary_with(Fn, const Tensor& out, const Tensor& a, const Tensor& b) {
+  RG_DISPATCH_ALL(a.dtype(), op_name(Fn::op), [&]<typename T>() {
+    using C = compute_t<T>;
+    if constexpr (scalar::admits<Fn::rule, T>)
+      map<out_t<Fn, T>, T>([](C x, C y) { return Fn::forward(x, y); }, out, a, b);
+    else
+      RG_FAIL(op_name(Fn::op), ": unsupported dtype ", a.dtype());
   });
 }
 
-template <typename T>
-void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
-  using C = compute_t<T>;
-  switch (op) {
-    case UnaryOp::neg: return map1<T, T>(out, in, [](C x) { return C(-x); });
-    case UnaryOp::exp: return map1<T, T>(out, in, [](C x) { return C(std::exp(x)); });
-    case UnaryOp::log: return map1<T, T>(out, in, [](C x) { return C(std::log(x)); });
-    case UnaryOp::sqrt: return map1<T, T>(out, in, [](C x) { return C(std::sqrt(x)); });
-    case UnaryOp::rsqrt: return map1<T, T>(out, in, [](C x) { return C(C(1) / std::sqrt(x)); });
-    case UnaryOp::abs: return map1<T, T>(out, in, [](C x) { return C(x < C(0) ? -x : x); });
-    case UnaryOp::sign:
-      return map1<T, T>(out, in, [](C x) { return C((x > C(0)) - (x < C(0))); });
-    case UnaryOp::tanh: return map1<T, T>(out, in, [](C x) { return C(std::tanh(x)); });
-    case UnaryOp::sigmoid:
-      return map1<T, T>(out, in, [](C x) { return C(C(1) / (C(1) + std::exp(-x))); });
-    case UnaryOp::relu: return map1<T, T>(out, in, [](C x) { return x > C(0) ? x : C(0); });
-    case UnaryOp::gelu: return map1<T, T>(out, in, [](C x) { return C(gelu(x)); });
-    case UnaryOp::sin: return map1<T, T>(out, in, [](C x) { return C(std::sin(x)); });
-    case UnaryOp::cos: return map1<T, T>(out, in, [](C x) { return C(std::cos(x)); });
-    case UnaryOp::square: return map1<T, T>(out, in, [](C x) { return C(x * x); });
-    case UnaryOp::reciprocal: return map1<T, T>(out, in, [](C x) { return C(C(1) / x); });
-    case UnaryOp::logical_not: return map1<bool, T>(out, in, [](C x) { return x == C(0); });
+template <typename Fn>
+void unary_backward_with(Fn, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
+                         const Tensor& out) {
+  if constexpr (Fn::rule == DTypeRule::boolean) {
+    RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
+  } else {
+    dispatch_floating(in.dtype(), op_name(Fn::op), [&]<typename T>() {
+      using C = compute_t<T>;
+      map<T, T>([](C g, C x, C y) { return Fn::gradient(g, x, y); }, grad_in, grad_out, in, out);
+    });
   }
 }
 
-template <typename T>
-void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  using C = compute_t<T>;
-  switch (op) {
-    case BinaryOp::add: return map2<T, T>(out, a, b, [](C x, C y) { return C(x + y); });
-    case BinaryOp::sub: return map2<T, T>(out, a, b, [](C x, C y) { return C(x - y); });
-    case BinaryOp::mul: return map2<T, T>(out, a, b, [](C x, C y) { return C(x * y); });
-    case BinaryOp::div: return map2<T, T>(out, a, b, [](C x, C y) { return C(x / y); });
-    case BinaryOp::pow: return map2<T, T>(out, a, b, [](C x, C y) { return C(std::pow(x, y)); });
-    case BinaryOp::maximum:
-      return map2<T, T>(out, a, b, [](C x, C y) { return x != x ? x : (x > y ? x : y); });
-    case BinaryOp::minimum:
-      return map2<T, T>(out, a, b, [](C x, C y) { return x != x ? x : (x < y ? x : y); });
-    case BinaryOp::eq: return map2<bool, T>(out, a, b, [](C x, C y) { return x == y; });
-    case BinaryOp::ne: return map2<bool, T>(out, a, b, [](C x, C y) { return x != y; });
-    case BinaryOp::lt: return map2<bool, T>(out, a, b, [](C x, C y) { return x < y; });
-    case BinaryOp::le: return map2<bool, T>(out, a, b, [](C x, C y) { return x <= y; });
-    case BinaryOp::gt: return map2<bool, T>(out, a, b, [](C x, C y) { return x > y; });
-    case BinaryOp::ge: return map2<bool, T>(out, a, b, [](C x, C y) { return x >= y; });
-    case BinaryOp::gelu_backward:
-      return map2<T, T>(out, a, b, [](C g, C x) { return C(gelu_grad(g, x)); });
-    case BinaryOp::relu_backward:
-      return map2<T, T>(out, a, b, [](C g, C x) { return x > C(0) ? g : C(0); });
-    case BinaryOp::tanh_backward:
-      return map2<T, T>(out, a, b, [](C g, C y) { return C(g * (C(1) - y * y)); });
-    case BinaryOp::sigmoid_backward:
-      return map2<T, T>(out, a, b, [](C g, C y) { return C(g * y * (C(1) - y)); });
+template <typename Fn>
+void binary_backward_with(Fn, int which, const Tensor& grad_in, const Tensor& grad_out,
+                          const Tensor& a, const Tensor& b, const Tensor& out) {
+  if constexpr (Fn::rule == DTypeRule::boolean) {
+    RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
+  } else {
+    dispatch_floating(a.dtype(), op_name(Fn::op), [&]<typename T>() {
+      using C = compute_t<T>;
+      auto grad_a = [](C g, C x, C y, C z) { return Fn::template gradient<0>(g, x, y, z); };
+      auto grad_b = [](C g, C x, C y, C z) { return Fn::template gradient<1>(g, x, y, z); };
+      if (which == 0)
+        map<T, T>(grad_a, grad_in, grad_out, a, b, out);
+      else
+        map<T, T>(grad_b, grad_in, grad_out, a, b, out);
+    });
   }
 }
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
-  switch (in.dtype()) {
-    case DType::f32: return unary_typed<float>(op, out, in);
-    case DType::f64: return unary_typed<double>(op, out, in);
-    case DType::bf16: return unary_typed<bf16_t>(op, out, in);
-    case DType::i32: return unary_typed<int32_t>(op, out, in);
-    case DType::i64: return unary_typed<int64_t>(op, out, in);
-    case DType::b8:
-      RG_CHECK(op == UnaryOp::logical_not, op_name(op), ": not supported for bool tensors");
-      return map1<bool, bool>(out, in, [](bool x) { return !x; });
-  }
+  scalar::with_functor(op, [&](auto fn) { unary_with(fn, out, in); });
 }
-
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  switch (a.dtype()) {
-    case DType::f32: return binary_typed<float>(op, out, a, b);
-    case DType::f64: return binary_typed<double>(op, out, a, b);
-    case DType::bf16: return binary_typed<bf16_t>(op, out, a, b);
-    case DType::i32: return binary_typed<int32_t>(op, out, a, b);
-    case DType::i64: return binary_typed<int64_t>(op, out, a, b);
-    case DType::b8:
-      RG_CHECK(is_comparison(op), op_name(op), ": not supported for bool tensors");
-      return binary_typed<int32_t>(op, out, a.to(DType::i32), b.to(DType::i32));
-  }
+  scalar::with_functor(op, [&](auto fn) { binary_with(fn, out, a, b); });
+}
+void unary_backward(UnaryOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
+                    const Tensor& out) {
+  scalar::with_functor(op, [&](auto fn) { unary_backward_with(fn, grad_in, grad_out, in, out); });
+}
+void binary_backward(BinaryOp op, int which, const Tensor& grad_in, const Tensor& grad_out,
+                     const Tensor& a, const Tensor& b, const Tensor& out) {
+  scalar::with_functor(
+      op, [&](auto fn) { binary_backward_with(fn, which, grad_in, grad_out, a, b, out); });
 }
 
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -160,9 +133,12 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
 
 template <typename Out, typename In>
 Out convert(In x) {
-  if constexpr (std::is_same_v<Out, bf16_t>) return bf16_t(static_cast<float>(x));
-  else if constexpr (std::is_same_v<In, bf16_t>) return static_cast<Out>(static_cast<float>(x));
-  else return static_cast<Out>(x);
+  if constexpr (std::is_same_v<Out, bf16_t>)
+    return bf16_t(static_cast<float>(x));
+  else if constexpr (std::is_same_v<In, bf16_t>)
+    return static_cast<Out>(static_cast<float>(x));
+  else
+    return static_cast<Out>(x);
 }
 
 void copy(const Tensor& out, const Tensor& in) {
@@ -199,6 +175,8 @@ void fill(const Tensor& out, double value) {
 void register_elementwise_kernels(KernelTable& k) {
   k.unary = unary;
   k.binary = binary;
+  k.unary_backward = unary_backward;
+  k.binary_backward = binary_backward;
   k.where = where;
   k.copy = copy;
   k.fill = fill;

@@ -1,12 +1,17 @@
-// Every op against a naive reference loop in f64, on random shapes with broadcasting,
-// non-contiguous views, empty tensors and size-1 dims.
+// Every op against a naive reference loop in f64. The elementwise ops are taken from the op
+// table (core/op_table.h) with their references in tests/elementwise_cases.h, on seeded
+// random shapes with broadcasting, non-contiguous views, empty tensors, size-1 dims and
+// every dtype; the other ops on hand-picked shapes and views.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #include "ringgrad.h"
+#include "tests/elementwise_cases.h"
 
 using namespace rg;
 
@@ -32,67 +37,169 @@ int64_t ravel_broadcast(const std::vector<int64_t>& idx, const Shape& s) {
   return off;
 }
 
-void check_binary(const char* name, std::function<Tensor(Tensor, Tensor)> op,
-                  std::function<double(double, double)> ref, const Shape& sa, const Shape& sb,
-                  bool positive_b = false) {
-  Tensor a = rnd(sa, 1), b = rnd(sb, 2);
-  if (positive_b) b = abs(b) + 0.5;
-  Tensor out = op(a, b);
-  Shape so = broadcast_shapes(sa, sb, name);
-  REQUIRE(out.shape() == so);
-  auto va = a.to_vector<double>(), vb = b.to_vector<double>(), vo = out.to_vector<double>();
-  for (int64_t i = 0; i < numel_of(so); ++i) {
-    auto idx = unravel(i, so);
-    double expected = ref(va[ravel_broadcast(idx, sa)], vb[ravel_broadcast(idx, sb)]);
-    INFO(name << " " << shape_str(sa) << " x " << shape_str(sb) << " at " << i);
-    CHECK(vo[i] == doctest::Approx(expected).epsilon(1e-5));
+// The dtype an elementwise op's result must have, from the row's rule (see DTypeRule).
+DType expected_dtype(DTypeRule rule, DType in, bool unary) {
+  switch (rule) {
+    case DTypeRule::same:
+      return in == DType::b8 && !unary ? DType::i64 : in;
+    case DTypeRule::floating:
+      return is_floating(in) ? in : DType::f32;
+    case DTypeRule::boolean:
+      return DType::b8;
+  }
+  return in;
+}
+
+// Each element of `out` against the f64 reference: exact for integer and bool results,
+// else within tol * (1 + |expected|), tol by dtype.
+void check_against(const std::string& what, const Tensor& out,
+                   const std::vector<double>& expected) {
+  double tol = out.dtype() == DType::f64 ? 1e-12 : out.dtype() == DType::f32 ? 1e-5 : 1e-2;
+  if (!is_floating(out.dtype())) tol = 0;
+  auto got = out.to_vector<double>();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << " element " << i << ": got " << got[i] << ", expected " << expected[i]);
+    bool same = got[i] == expected[i] || (std::isnan(got[i]) && std::isnan(expected[i]));
+    CHECK((same || std::abs(got[i] - expected[i]) <= tol * (1 + std::abs(expected[i]))));
   }
 }
+
+const DType kAllDTypes[] = {DType::f64, DType::f32, DType::bf16, DType::i32, DType::i64, DType::b8};
 
 }  // namespace
 
-TEST_CASE("binary ops match the f64 reference under broadcasting") {
-  std::vector<std::pair<Shape, Shape>> shapes = {
-      {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 1, 5}, {3, 1}}, {{1}, {7}}, {{0, 3}, {3}}, {{}, {2, 2}}};
-  for (auto& [sa, sb] : shapes) {
-    check_binary("add", [](Tensor a, Tensor b) { return a + b; }, [](double x, double y) { return x + y; }, sa, sb);
-    check_binary("sub", [](Tensor a, Tensor b) { return a - b; }, [](double x, double y) { return x - y; }, sa, sb);
-    check_binary("mul", [](Tensor a, Tensor b) { return a * b; }, [](double x, double y) { return x * y; }, sa, sb);
-    check_binary("div", [](Tensor a, Tensor b) { return a / b; }, [](double x, double y) { return x / y; }, sa, sb, true);
-    check_binary("pow", [](Tensor a, Tensor b) { return pow(abs(a), b); },
-                 [](double x, double y) { return std::pow(std::abs(x), y); }, sa, sb);
-    check_binary("maximum", [](Tensor a, Tensor b) { return maximum(a, b); },
-                 [](double x, double y) { return std::max(x, y); }, sa, sb);
-    check_binary("lt", [](Tensor a, Tensor b) { return lt(a, b); }, [](double x, double y) { return double(x < y); }, sa, sb);
+TEST_CASE("every row of the op table has a reference and a public function, and no stale ones") {
+  for (int i = 0; i < kNumUnaryOps; ++i) {
+    const char* name = info(UnaryOp(i)).name;
+    INFO("unary op " << name << ": add its reference to tests/elementwise_cases.h");
+    CHECK(test::unary_cases().count(name) == 1);
+    CHECK(test::unary_functions().count(name) == 1);
+  }
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    const char* name = info(BinaryOp(i)).name;
+    INFO("binary op " << name << ": add its reference to tests/elementwise_cases.h");
+    CHECK(test::binary_cases().count(name) == 1);
+    CHECK(test::binary_functions().count(name) == 1);
+  }
+  CHECK(test::unary_cases().size() == size_t(kNumUnaryOps));
+  CHECK(test::binary_cases().size() == size_t(kNumBinaryOps));
+}
+
+TEST_CASE("every unary op matches its f64 reference on random shapes, layouts and dtypes") {
+  for (int i = 0; i < kNumUnaryOps; ++i) {
+    const ElementwiseInfo& op = info(UnaryOp(i));
+    const test::UnaryCase& ref = test::unary_cases().at(op.name);
+    test::RandomInputs rnd(1000 + i);
+    for (DType dtype : kAllDTypes) {
+      for (int trial = 0; trial < 6; ++trial) {
+        Shape shape = rnd.shape();
+        Tensor x = rnd.tensor_of(shape, dtype, ref.x, op.rule == DTypeRule::boolean);
+        std::string what = str(op.name, "(", dtype_name(dtype), " ", shape_str(shape), ")");
+        INFO(what);
+        if (op.rule == DTypeRule::same && dtype == DType::b8) {
+          std::string message = str(op.name, ": not supported for bool tensors");
+          CHECK_THROWS_WITH_AS(test::unary_functions().at(op.name)(x), message.c_str(), Error);
+          continue;
+        }
+        Tensor out = test::unary_functions().at(op.name)(x);
+        REQUIRE(out.shape() == shape);
+        CHECK(out.dtype() == expected_dtype(op.rule, dtype, true));
+        std::vector<double> expected;
+        for (double v : x.to_vector<double>()) expected.push_back(ref.reference(v));
+        check_against(what, out, expected);
+      }
+    }
   }
 }
 
-TEST_CASE("unary ops match the f64 reference on non-contiguous views") {
-  Tensor base = rnd({5, 7}, 3);
-  Tensor x = base.t().slice(0, 1, 7, 2);  // [3, 5], strided both ways
-  auto vx = x.to_vector<double>();
-  struct Case { const char* name; std::function<Tensor(Tensor)> op; std::function<double(double)> ref; };
-  std::vector<Case> cases = {
-      {"neg", [](Tensor t) { return -t; }, [](double v) { return -v; }},
-      {"exp", [](Tensor t) { return exp(t); }, [](double v) { return std::exp(v); }},
-      {"abs", [](Tensor t) { return abs(t); }, [](double v) { return std::abs(v); }},
-      {"tanh", [](Tensor t) { return tanh(t); }, [](double v) { return std::tanh(v); }},
-      {"sigmoid", [](Tensor t) { return sigmoid(t); }, [](double v) { return 1 / (1 + std::exp(-v)); }},
-      {"relu", [](Tensor t) { return relu(t); }, [](double v) { return v > 0 ? v : 0; }},
-      {"gelu", [](Tensor t) { return gelu(t); },
-       [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }},
-      {"sin", [](Tensor t) { return sin(t); }, [](double v) { return std::sin(v); }},
-      {"square", [](Tensor t) { return square(t); }, [](double v) { return v * v; }},
-      {"log", [](Tensor t) { return log(abs(t) + 0.1); }, [](double v) { return std::log(std::abs(v) + 0.1); }},
-      {"sqrt", [](Tensor t) { return sqrt(abs(t)); }, [](double v) { return std::sqrt(std::abs(v)); }},
-  };
-  for (auto& c : cases) {
-    auto vo = c.op(x).to_vector<double>();
-    for (size_t i = 0; i < vx.size(); ++i) {
-      INFO(c.name << " at " << i);
-      CHECK(vo[i] == doctest::Approx(c.ref(vx[i])).epsilon(1e-5));
+TEST_CASE("every binary op matches its f64 reference under broadcasting, layouts and dtypes") {
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    const ElementwiseInfo& op = info(BinaryOp(i));
+    const test::BinaryCase& ref = test::binary_cases().at(op.name);
+    test::RandomInputs rnd(2000 + i);
+    for (DType dtype : kAllDTypes) {
+      for (int trial = 0; trial < 6; ++trial) {
+        Shape full = rnd.shape(), partner = rnd.broadcastable_to(full);
+        bool a_full = rnd.below(2) == 0;
+        Shape sa = a_full ? full : partner, sb = a_full ? partner : full;
+        bool ties = op.rule == DTypeRule::boolean || op.name == std::string("maximum") ||
+                    op.name == std::string("minimum");
+        Tensor a = rnd.tensor_of(sa, dtype, ref.a, ties), b = rnd.tensor_of(sb, dtype, ref.b, ties);
+        std::string what =
+            str(op.name, "(", dtype_name(dtype), " ", shape_str(sa), ", ", shape_str(sb), ")");
+        INFO(what);
+        Tensor out = test::binary_functions().at(op.name)(a, b);
+        REQUIRE(out.shape() == full);
+        CHECK(out.dtype() == expected_dtype(op.rule, dtype, false));
+        auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+        std::vector<double> expected;
+        for (int64_t k = 0; k < numel_of(full); ++k) {
+          auto idx = unravel(k, full);
+          expected.push_back(
+              ref.reference(va[ravel_broadcast(idx, sa)], vb[ravel_broadcast(idx, sb)]));
+        }
+        check_against(what, out, expected);
+      }
     }
   }
+}
+
+TEST_CASE("binary ops promote mixed dtypes before applying the row's rule") {
+  Tensor i = tensor(std::vector<int64_t>{1, 2, 3}), f = tensor(std::vector<float>{0.5f, 2, 4});
+  CHECK(add(i, f).dtype() == kFloat32);
+  CHECK(div(i, tensor(std::vector<int64_t>{2, 2, 2})).to_vector<float>() ==
+        std::vector<float>{0.5f, 1, 1.5f});
+  CHECK(lt(i, f).to_vector<double>() == std::vector<double>{0, 0, 1});
+  CHECK(add(f, i.to(kFloat64), 0.5).to_vector<double>() == std::vector<double>{1, 3, 5.5});
+}
+
+// The op list of docs/adding-an-op.md, as the table generates it.
+static std::string op_list_markdown() {
+  std::ostringstream md;
+  md << "| op | dtype rule | forward | gradient |\n|---|---|---|---|\n";
+  for (int i = 0; i < kNumUnaryOps; ++i) {
+    const ElementwiseInfo& op = info(UnaryOp(i));
+    md << "| `" << op.name << "(x)` | " << rule_name(op.rule) << " | `" << op.forward << "` | `"
+       << op.gradient[0] << "` |\n";
+  }
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    const ElementwiseInfo& op = info(BinaryOp(i));
+    md << "| `" << op.name << "(a, b)` | " << rule_name(op.rule) << " | `" << op.forward << "` | `"
+       << op.gradient[0] << "`, `" << op.gradient[1] << "` |\n";
+  }
+  return md.str();
+}
+
+TEST_CASE("docs/adding-an-op.md lists exactly the ops of the table") {
+  std::ifstream file(std::string(RG_SOURCE_ROOT) + "/docs/adding-an-op.md");
+  REQUIRE(file.good());
+  std::string doc((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- op-list:begin -->\n", end = "<!-- op-list:end -->";
+  size_t from = doc.find(begin), to = doc.find(end);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::string listed = doc.substr(from + begin.size(), to - from - begin.size());
+  INFO("the op list is stale; replace the lines between the op-list markers with:\n"
+       << op_list_markdown());
+  CHECK(listed == op_list_markdown());
+}
+
+TEST_CASE("gelu(x, approximate) is PyTorch's: exact by default, \"tanh\" on request") {
+  Tensor x = tensor(std::vector<double>{-1, 0.5, 1}, {3}, kFloat64);
+  // torch.nn.functional.gelu(torch.tensor([-1, .5, 1], dtype=torch.float64)[, approximate='tanh'])
+  auto exact = gelu(x).to_vector<double>();
+  CHECK(exact[0] == doctest::Approx(-0.15865525393145707).epsilon(1e-15));
+  CHECK(exact[1] == doctest::Approx(0.34573123063700656).epsilon(1e-15));
+  CHECK(exact[2] == doctest::Approx(0.8413447460685429).epsilon(1e-15));
+  CHECK(equal(gelu(x, "none"), gelu(x)));
+  auto approx = gelu(x, "tanh").to_vector<double>();
+  CHECK(approx[0] == doctest::Approx(-0.15880800939172324).epsilon(1e-15));
+  CHECK(approx[2] == doctest::Approx(0.8411919906082768).epsilon(1e-15));
+  CHECK(equal(gelu(x, "tanh"), gelu_tanh(x)));
+  CHECK_THROWS_WITH_AS(
+      gelu(x, "erf"),
+      doctest::Contains("gelu: approximate must be \"none\" or \"tanh\", got \"erf\""), Error);
 }
 
 TEST_CASE("reductions match the f64 reference, with keepdim and negative dims") {
@@ -132,7 +239,8 @@ TEST_CASE("reductions match the f64 reference, with keepdim and negative dims") 
     }
   CHECK(sum(zeros({0, 3})).item() == 0);
   CHECK(sum(ones({3}, kInt32)).dtype() == kInt64);
-  CHECK_THROWS_WITH_AS(amax(zeros({0, 3}), {0}), doctest::Contains("amax: cannot reduce over dim 0 of size 0"), Error);
+  CHECK_THROWS_WITH_AS(amax(zeros({0, 3}), {0}),
+                       doctest::Contains("amax: cannot reduce over dim 0 of size 0"), Error);
 }
 
 TEST_CASE("matmul matches the f64 reference for 2-D, batched, broadcast and transposed inputs") {
@@ -148,7 +256,8 @@ TEST_CASE("matmul matches the f64 reference for 2-D, batched, broadcast and tran
             out[(bi * M + i) * N + j] += va[(bi * M + i) * K + k] * vb[(bi * K + k) * N + j];
     return out;
   };
-  for (auto [M, K, N] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {3, 5, 2}, {17, 33, 9}, {64, 31, 65}}) {
+  for (auto [M, K, N] :
+       std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {3, 5, 2}, {17, 33, 9}, {64, 31, 65}}) {
     Tensor a = rnd({M, K}, 5), b = rnd({K, N}, 6);
     auto expected = ref(a.unsqueeze(0), b.unsqueeze(0));
     CHECK(allclose(matmul(a, b), tensor(expected, {M, N}), 1e-4, 1e-4));

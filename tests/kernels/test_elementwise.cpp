@@ -1,5 +1,7 @@
-// unary, binary, where, copy and fill on sim/cuda against the cpu kernels: odd sizes,
-// non-contiguous and broadcast (stride 0) inputs, every dtype the op layer passes.
+// unary, binary (every row of the op table, and their backward), where, copy and fill on
+// sim/cuda against the cpu kernels: odd sizes, non-contiguous and broadcast (stride 0)
+// inputs, every dtype the op layer passes.
+#include "tests/elementwise_cases.h"
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -7,31 +9,73 @@ using namespace rg::test;
 
 namespace {
 const Shape kSizes1d[] = {{1}, {31}, {32}, {33}, {1025}, {10007}};
+
+// The dtypes a kernel takes for a row's rule (the op layer converts the others).
+std::vector<DType> dtypes_for(DTypeRule rule) {
+  std::vector<DType> out = {DType::f32, DType::f64, DType::bf16};
+  if (rule_takes_integers(rule)) {
+    out.push_back(DType::i32);
+    out.push_back(DType::i64);
+  }
+  if (rule_takes_bool(rule)) out.push_back(DType::b8);
+  return out;
 }
 
+DType out_dtype(DTypeRule rule, DType in) { return rule == DTypeRule::boolean ? DType::b8 : in; }
+
+// Values in `range`; strided: the transpose of a [last, ..., first] base (1-D: every second
+// element).
+Tensor random_in(const Shape& shape, DType dtype, uint64_t seed, Range range, bool strided) {
+  if (!strided) return random_tensor(shape, dtype, seed, range.lo, range.hi);
+  if (shape.size() == 1)
+    return make_view(random_tensor({shape[0] * 2}, dtype, seed, range.lo, range.hi), shape, {2}, 1);
+  Shape swapped = shape;
+  std::swap(swapped.front(), swapped.back());
+  Tensor base = random_tensor(swapped, dtype, seed, range.lo, range.hi);
+  Strides st = base.strides();
+  std::swap(st.front(), st.back());
+  return make_view(base, shape, st, 0);
+}
+}  // namespace
+
+// Every row of the op table, every dtype its rule admits, contiguous and strided.
 GPU_KERNEL_TEST(unary_ops_match_cpu) {
-#define RG_OP(name) UnaryOp::name,
-  const UnaryOp ops[] = {RG_UNARY_OPS(RG_OP)};
-#undef RG_OP
-  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
-    for (UnaryOp op : ops) {
-      bool floating = is_floating(dtype);
-      if (!floating && op != UnaryOp::neg && op != UnaryOp::abs && op != UnaryOp::sign &&
-          op != UnaryOp::square && op != UnaryOp::logical_not)
-        continue;
+  for (int i = 0; i < kNumUnaryOps; ++i) {
+    UnaryOp op = UnaryOp(i);
+    Range range = unary_cases().at(op_name(op)).x;
+    for (DType dtype : dtypes_for(info(op).rule)) {
       for (const Shape& shape : {Shape{33}, Shape{1025}, Shape{7, 5, 3}}) {
         for (bool strided : {false, true}) {
-          Tensor in = strided ? random_strided(shape, dtype, 7) : random_tensor(shape, dtype, 7);
-          if (op == UnaryOp::log || op == UnaryOp::sqrt || op == UnaryOp::rsqrt)
-            in = random_tensor(shape, dtype, 7, 0.1, 3);
-          DType out_dtype = op == UnaryOp::logical_not ? DType::b8 : dtype;
-          Tensor want = empty(shape, out_dtype);
+          Tensor in = random_in(shape, dtype, 7, range, strided);
+          DType out_dt = out_dtype(info(op).rule, dtype);
+          Tensor want = empty(shape, out_dt);
           cpu_kernels().unary(op, want, in);
-          Tensor got = empty(shape, out_dtype, device);
+          Tensor got = empty(shape, out_dt, device);
           kernels_of(device).unary(op, got, mirror(in, device));
           expect_close(got, want, -1, op_name(op));
         }
       }
+    }
+  }
+}
+
+// grad_in = gradient(grad_out, x, y) of every differentiable row, on floating dtypes.
+GPU_KERNEL_TEST(unary_backward_matches_cpu) {
+  for (int i = 0; i < kNumUnaryOps; ++i) {
+    UnaryOp op = UnaryOp(i);
+    if (!info(op).differentiable()) continue;
+    Range range = unary_cases().at(op_name(op)).x;
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+      Shape shape{5, 67};
+      Tensor x = random_tensor(shape, dtype, 8, range.lo, range.hi);
+      Tensor y = empty(shape, dtype);
+      cpu_kernels().unary(op, y, x);
+      Tensor g = random_strided(shape, dtype, 9);
+      Tensor want = empty(shape, dtype), got = empty(shape, dtype, device);
+      cpu_kernels().unary_backward(op, want, g, x, y);
+      kernels_of(device).unary_backward(op, got, mirror(g, device), mirror(x, device),
+                                        mirror(y, device));
+      expect_close(got, want, -1, str(op_name(op), " backward"));
     }
   }
 }
@@ -47,28 +91,48 @@ GPU_KERNEL_TEST(unary_on_odd_sizes) {
 }
 
 GPU_KERNEL_TEST(binary_ops_match_cpu_with_broadcasting) {
-#define RG_OP(name) BinaryOp::name,
-  const BinaryOp ops[] = {RG_BINARY_OPS(RG_OP)};
-#undef RG_OP
-  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i64, DType::i32}) {
-    for (BinaryOp op : ops) {
-      bool floating = is_floating(dtype);
-      if (!floating &&
-          (op == BinaryOp::pow || op == BinaryOp::div || op == BinaryOp::gelu_backward))
-        continue;
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    BinaryOp op = BinaryOp(i);
+    const BinaryCase& ranges = binary_cases().at(op_name(op));
+    for (DType dtype : dtypes_for(info(op).rule)) {
       Shape shape{6, 33};
-      Tensor a = random_strided(shape, dtype, 11);
+      Tensor a = random_in(shape, dtype, 11, ranges.a, true);
       // b broadcast along dim 0: a [1, 33] row expanded to [6, 33]
-      Tensor row = random_tensor({1, 33}, dtype, 12, op == BinaryOp::pow ? 0.5 : -2, 2);
+      Tensor row = random_tensor({1, 33}, dtype, 12, ranges.b.lo, ranges.b.hi);
       Tensor b = make_view(row, shape, {0, 1}, 0);
-      if (op == BinaryOp::pow) a = random_tensor(shape, dtype, 13, 0.1, 2);
-      DType out_dtype = is_comparison(op) ? DType::b8 : dtype;
-      Tensor want = empty(shape, out_dtype);
+      DType out_dt = out_dtype(info(op).rule, dtype);
+      Tensor want = empty(shape, out_dt);
       cpu_kernels().binary(op, want, a, b);
-      Tensor got = empty(shape, out_dtype, device);
+      Tensor got = empty(shape, out_dt, device);
       Tensor rowd = mirror(row, device);
       kernels_of(device).binary(op, got, mirror(a, device), make_view(rowd, shape, {0, 1}, 0));
       expect_close(got, want, -1, op_name(op));
+    }
+  }
+}
+
+// The gradient of each input of every differentiable row, with b broadcast (stride 0).
+GPU_KERNEL_TEST(binary_backward_matches_cpu) {
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    BinaryOp op = BinaryOp(i);
+    if (!info(op).differentiable()) continue;
+    const BinaryCase& ranges = binary_cases().at(op_name(op));
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+      Shape shape{4, 129};
+      Tensor a = random_tensor(shape, dtype, 13, ranges.a.lo, ranges.a.hi);
+      Tensor row = random_tensor({1, 129}, dtype, 14, ranges.b.lo, ranges.b.hi);
+      Tensor b = make_view(row, shape, {0, 1}, 0);
+      Tensor y = empty(shape, dtype);
+      cpu_kernels().binary(op, y, a, b);
+      Tensor g = random_tensor(shape, dtype, 15);
+      for (int which : {0, 1}) {
+        Tensor want = empty(shape, dtype), got = empty(shape, dtype, device);
+        cpu_kernels().binary_backward(op, which, want, g, a, b, y);
+        Tensor rowd = mirror(row, device);
+        kernels_of(device).binary_backward(op, which, got, mirror(g, device), mirror(a, device),
+                                           make_view(rowd, shape, {0, 1}, 0), mirror(y, device));
+        expect_close(got, want, -1, str(op_name(op), " backward of input ", which));
+      }
     }
   }
 }

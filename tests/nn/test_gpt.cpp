@@ -116,3 +116,22 @@ TEST_CASE("GPT dropout acts in train mode only") {
   CHECK(loss.numel() == 1);
   CHECK(loss.item() == doctest::Approx(std::log(11.0)).epsilon(0.1));
 }
+
+TEST_CASE("GPTConfig.gelu_approximate picks the MLP's GELU: exact by default, as nanoGPT") {
+  GPTConfig c = tiny_config();
+  CHECK(c.gelu_approximate == "none");
+  Generator gen{3, 0};
+  Tensor x = randn({2, 3, c.n_embd}, kFloat64, kCPU, &gen);
+  for (const char* approximate : {"none", "tanh"}) {
+    c.gelu_approximate = approximate;
+    auto model = std::make_shared<GPT>(c);
+    model->to(kFloat64);
+    const auto& mlp = model->h[0]->mlp;
+    Tensor expected = mlp->c_proj->forward(gelu(mlp->c_fc->forward(x), approximate));
+    CHECK(equal(mlp->forward(x), expected));
+  }
+  c.gelu_approximate = "erf";
+  CHECK_THROWS_WITH_AS(std::make_shared<GPT>(c),
+                       doctest::Contains("GPTConfig.gelu_approximate must be \"none\" or \"tanh\", got \"erf\""),
+                       Error);
+}

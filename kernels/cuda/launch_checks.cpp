@@ -1,4 +1,4 @@
-// Launch-shape checks and launch error reporting for rg::launch on cuda (see
+// Launch-shape checks and launch error reporting for rg::cuda::launch (see
 // portability.cuh): the same limits the sim interpreter enforces, as rg::Error.
 #include <cuda_runtime.h>
 

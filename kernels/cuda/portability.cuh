@@ -4,7 +4,7 @@
 // real barrier, warp shuffles and votes exchange values across the 32 lanes, atomics are
 // real atomics, and `__shared__` becomes `static thread_local` (blocks of a launch run one
 // after another on the launching host thread, so that storage is the block's own).
-// Kernels never use <<<>>>: rg::launch(kernel, {.name, .grid, .block, ...}, args...) is the
+// Kernels never use <<<>>>: launch(kernel, {.name, .grid, .block, ...}, args...) is the
 // one launch path of both builds and checks the launch shape, throwing rg::Error naming
 // the kernel. Dynamic shared memory: RG_DYNAMIC_SHARED(float, buf) declares `float* buf`.
 // All kernel code lives in namespace rg::RG_BACKEND (rg::cuda or rg::sim), so both
@@ -35,7 +35,7 @@
   extern __shared__ __align__(16) unsigned char rg_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(rg_dynamic_shared_)
 
-namespace rg {
+namespace rg::cuda {
 using gpu_stream_t = cudaStream_t;
 }
 
@@ -62,7 +62,7 @@ using gpu_stream_t = cudaStream_t;
 #define RG_DYNAMIC_SHARED(T, name) \
   T* name = reinterpret_cast<T*>(::rg::sim::tls_block->dynamic_shared)
 
-namespace rg {
+namespace rg::sim {
 using gpu_stream_t = void*;
 }
 
@@ -163,9 +163,12 @@ inline float __uint_as_float(unsigned u) {
 }
 #endif
 
-namespace rg {
+// Everything below is per backend (rg::cuda or rg::sim): the two compilations of a kernel
+// file must not emit the same symbols, or the linker would keep one of them for both (at
+// -O0 a cuda kernel's launch could then run in the sim interpreter).
+namespace rg::RG_BACKEND {
 
-// Where and how to launch a kernel; see rg::launch.
+// Where and how to launch a kernel; see launch().
 struct LaunchConfig {
   const char* name = "?";  // for error messages
   dim3 grid;
@@ -218,4 +221,4 @@ RG_HD inline T max_of(T a, T b) {
 }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-}  // namespace rg
+}  // namespace rg::RG_BACKEND

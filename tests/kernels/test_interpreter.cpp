@@ -13,8 +13,8 @@
 
 namespace {
 
-using rg::launch;
-using rg::LaunchConfig;
+using rg::sim::launch;
+using rg::sim::LaunchConfig;
 
 LaunchConfig config(const char* name, dim3 grid, dim3 block, size_t shared = 0) {
   LaunchConfig c;

@@ -94,11 +94,11 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
                          gx_sum += double(g * ((xr[i] - m) * s));
                        }
                      } else {
-                     for (int64_t i = 0; i < c; ++i) {
-                       Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
-                       g_sum += double(g);
-                       gx_sum += double(g * ((Cp(xr[i]) - m) * s));
-                     }
+                       for (int64_t i = 0; i < c; ++i) {
+                         Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
+                         g_sum += double(g);
+                         gx_sum += double(g * ((Cp(xr[i]) - m) * s));
+                       }
                      }
                      Cp g_mean = Cp(g_sum / double(c)), gx_mean = Cp(gx_sum / double(c));
                      T* dr = pdx + r * c;

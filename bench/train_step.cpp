@@ -3,7 +3,12 @@
 // plain forward+backward of the same micro-batch, both measured in this run (interleaved
 // rounds, medians). Accumulation differs from plain only in the loss weighting
 // (sum / batch count instead of mean) and in adding into existing .grad tensors.
-//   train_step [n_layer n_embd batch seq steps threads]
+// The MLP uses the tanh GELU, as ../shared/perf/torch_gpt_step.py (bench/vs_pytorch compares the
+// two). Minor page faults per steady-state step show whether a step still takes fresh pages
+// from the OS (the goal is 0 after warm-up).
+//   train_step [n_layer n_embd batch seq steps threads step_only]   (step_only=1: no accumulation part)
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +25,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
 }
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -39,6 +49,7 @@ int main(int argc, char** argv) {
   c.n_layer = argc > 1 ? std::atoi(argv[1]) : 2;
   c.n_embd = argc > 2 ? std::atoi(argv[2]) : 128;
   c.n_head = 4;
+  c.gelu_approximate = "tanh";
   const int64_t B = argc > 3 ? std::atoi(argv[3]) : 8, T = argc > 4 ? std::atoi(argv[4]) : 64;
   const int steps = argc > 5 ? std::atoi(argv[5]) : 10;
   if (argc > 6) set_num_threads(std::atoi(argv[6]));
@@ -55,7 +66,9 @@ int main(int argc, char** argv) {
 
   // ---- full step: forward | backward | optimizer
   std::vector<double> fwd, bwd, opt_t, total;
+  long faults_after_warmup = 0;
   for (int s = 0; s < steps + 2; ++s) {
+    if (s == 2) faults_after_warmup = minor_faults();
     opt.zero_grad();
     auto t0 = Clock::now();
     Tensor loss = model->forward(x, y).second;
@@ -75,6 +88,10 @@ int main(int argc, char** argv) {
       1e3 * step, 1e3 * median(fwd), 100 * median(fwd) / step, 1e3 * median(bwd),
       100 * median(bwd) / step, 1e3 * median(opt_t), 100 * median(opt_t) / step);
   std::printf("tokens/s %8.0f\n", B * T / step);
+  std::printf("page faults per step %.1f (after 2 warm-up steps)\n",
+              double(minor_faults() - faults_after_warmup) / steps);
+
+  if (argc > 7 && std::atoi(argv[7]) == 1) return 0;
 
   // ---- accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows)
   const int64_t k = 4;

@@ -4,13 +4,14 @@
 //   backward: dlogits[n] = (softmax(logits[n]) - onehot(target[n])) * dloss[n]
 // Rows whose target equals ignore_index get loss 0 and a zero gradient row. Targets are
 // checked before any parallel region. Sums of exp accumulate in double; bf16 computes in
-// float.
+// float; contiguous f32 rows take SIMD passes (kernels/cpu/row_math.h).
 #include <cmath>
 #include <limits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/compute_type.h"
+#include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"
 
 namespace rg::cpu {
@@ -34,6 +35,15 @@ std::vector<int64_t> checked_targets(const Tensor& logits, const Tensor& targets
 template <typename T>
 void row_logsumexp(const T* x, int64_t c, int64_t s, compute_t<T>* mx, compute_t<T>* log_sum) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (s == 1) {
+      float m = row::max(x, c);
+      if (m == -std::numeric_limits<float>::infinity()) m = 0;
+      *mx = m;
+      *log_sum = float(std::log(row::exp_sum(nullptr, x, c, m)));
+      return;
+    }
+  }
   C m = -std::numeric_limits<C>::infinity();
   for (int64_t j = 0; j < c; ++j) m = std::max(m, C(x[j * s]));
   if (m == -std::numeric_limits<C>::infinity()) m = 0;
@@ -92,6 +102,13 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
       C mx, log_sum;
       row_logsumexp(xrow, c, s1, &mx, &log_sum);
       C g = C(dl[r * ls]);
+      if constexpr (std::is_same_v<T, float>) {
+        if (s1 == 1 && d1 == 1) {
+          for (int64_t j = 0; j < c; ++j) drow[j] = vec::exp_f32((xrow[j] - mx) - log_sum) * g;
+          drow[t[r]] -= g;
+          continue;
+        }
+      }
       for (int64_t j = 0; j < c; ++j)
         drow[j * d1] = T(std::exp((C(xrow[j * s1]) - mx) - log_sum) * g);
       drow[t[r] * d1] = T(C(drow[t[r] * d1]) - g);

@@ -6,11 +6,13 @@
 //             dweight = sum_n dy * xhat, dbias = sum_n dy, written with `=` (not +=);
 //             they are reduced column-block-wise over rows in order, so the result does
 //             not depend on the thread count.
+// f32 rows sum with SIMD passes in double lanes (kernels/cpu/row_math.h); f64 stays sequential.
 #include <cmath>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/compute_type.h"
+#include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"
 
 namespace rg::cpu {
@@ -36,13 +38,17 @@ void layernorm_typed(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
                  for (int64_t r = begin; r < end; ++r) {
                    const T* xr = px + r * c;
                    T* orow = po + r * c;
-                   double sum = 0;
-                   for (int64_t i = 0; i < c; ++i) sum += double(Cp(xr[i]));
-                   double mu = sum / double(c);
-                   double sq = 0;
-                   for (int64_t i = 0; i < c; ++i) {
-                     double d = double(Cp(xr[i])) - mu;
-                     sq += d * d;
+                   double sum = 0, sq = 0, mu;
+                   if constexpr (std::is_same_v<T, float>) {
+                     mu = row::sum(xr, c) / double(c);
+                     sq = row::centered_square_sum(xr, c, mu);
+                   } else {
+                     for (int64_t i = 0; i < c; ++i) sum += double(Cp(xr[i]));
+                     mu = sum / double(c);
+                     for (int64_t i = 0; i < c; ++i) {
+                       double d = double(Cp(xr[i])) - mu;
+                       sq += d * d;
+                     }
                    }
                    double inv = 1.0 / std::sqrt(sq / double(c) + eps);
                    pm[r] = S(mu);
@@ -80,10 +86,19 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
                      const T* gr = pdy + r * c;
                      Cp m = Cp(pm[r]), s = Cp(pr[r]);
                      double g_sum = 0, gx_sum = 0;
-                     for (int64_t i = 0; i < c; ++i) {
-                       Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
-                       g_sum += double(g);
-                       gx_sum += double(g * ((Cp(xr[i]) - m) * s));
+                     if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd reduction(+ : g_sum, gx_sum)
+                       for (int64_t i = 0; i < c; ++i) {
+                         float g = pw ? gr[i] * pw[i] : gr[i];
+                         g_sum += double(g);
+                         gx_sum += double(g * ((xr[i] - m) * s));
+                       }
+                     } else {
+                       for (int64_t i = 0; i < c; ++i) {
+                         Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
+                         g_sum += double(g);
+                         gx_sum += double(g * ((Cp(xr[i]) - m) * s));
+                       }
                      }
                      Cp g_mean = Cp(g_sum / double(c)), gx_mean = Cp(gx_sum / double(c));
                      T* dr = pdx + r * c;

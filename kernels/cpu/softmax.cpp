@@ -2,6 +2,7 @@
 // The tensor is seen as [outer, dim, inner]; inner == 1 walks contiguous rows, inner > 1
 // walks blocks of kColumnBlock columns so the inner loop stays contiguous. Stable: the
 // row max is subtracted before exp; sums accumulate in double. bf16 computes in float.
+// f32 rows take SIMD passes (kernels/cpu/row_math.h: vectorised exp, lane-wise double sums).
 //   softmax:      y = exp(x - max) / sum          log: y = x - max - log(sum)
 //   backward:     dx = y * (dy - sum(dy * y))     log: dx = dy - exp(y) * sum(dy)
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/compute_type.h"
+#include "kernels/cpu/row_math.h"
 
 namespace rg::cpu {
 namespace {
@@ -45,6 +47,19 @@ void for_each_line(const Geometry& g, F body) {
                });
 }
 
+// One f32 row in three SIMD passes: max, exp (kept in y) with its sum, scale.
+void softmax_row_f32(float* y, const float* x, int64_t n, bool log) {
+  float mx = row::max(x, n);
+  if (mx == -std::numeric_limits<float>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
+  if (log) {
+    float log_sum = float(std::log(row::exp_sum(nullptr, x, n, mx)));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mx) - log_sum;
+  } else {
+    float scale = float(1.0 / row::exp_sum(y, x, n, mx));
+    for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+  }
+}
+
 // Contiguous rows (inner == 1): the common case of the last dim.
 template <typename T>
 void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
@@ -55,6 +70,10 @@ void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
         for (int64_t r = b; r < e; ++r) {
           const T* xr = x + r * n;
           T* yr = y + r * n;
+          if constexpr (std::is_same_v<T, float>) {
+            softmax_row_f32(yr, xr, n, log);
+            continue;
+          }
           C mx = -std::numeric_limits<C>::infinity();
           for (int64_t i = 0; i < n; ++i) mx = std::max(mx, C(xr[i]));
           if (mx == -std::numeric_limits<C>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
@@ -110,6 +129,16 @@ void softmax_typed(T* y, const T* x, const Geometry& g, bool log) {
   });
 }
 
+void softmax_backward_row_f32(float* dx, const float* dy, const float* y, int64_t n, bool log) {
+  if (log) {
+    float d = float(row::sum(dy, n));
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] - vec::exp_f32(y[i]) * d;
+  } else {
+    float d = float(row::dot(dy, y, n));
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - d);
+  }
+}
+
 template <typename T>
 void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
   using C = compute_t<T>;
@@ -120,6 +149,10 @@ void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bo
                    const T* dyr = dy + r * n;
                    const T* yr = y + r * n;
                    T* dxr = dx + r * n;
+                   if constexpr (std::is_same_v<T, float>) {
+                     softmax_backward_row_f32(dxr, dyr, yr, n, log);
+                     continue;
+                   }
                    double dot = 0;
                    for (int64_t i = 0; i < n; ++i)
                      dot += log ? double(C(dyr[i])) : double(C(dyr[i])) * double(C(yr[i]));

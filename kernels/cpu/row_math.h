@@ -1,0 +1,64 @@
+// f32 row primitives for the row kernels (softmax, cross-entropy, layernorm): each is one
+// SIMD pass over a contiguous row. exp is core/vec_math.h's vectorisable exp_f32; sums
+// accumulate in double (one double lane per float lane; `omp simd` lets the compiler split the
+// sum into lanes, so the order differs from a sequential sum only at double rounding, far
+// below float resolution). The f64 kernels keep their sequential loops.
+#pragma once
+#include <cstdint>
+#include <limits>
+
+#include "core/vec_math.h"
+
+namespace rg::cpu::row {
+
+// max of x[0..n), -inf for an empty row; NaN entries are skipped as std::max skips them
+inline float max(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// sum of exp(x - shift); writes the exps to y when y is not null
+inline double exp_sum(float* y, const float* x, int64_t n, float shift) {
+  double s = 0;
+  if (y) {
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) {
+      float e = vec::exp_f32(x[i] - shift);
+      y[i] = e;
+      s += double(e);
+    }
+  } else {
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) s += double(vec::exp_f32(x[i] - shift));
+  }
+  return s;
+}
+
+inline double sum(const float* x, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += double(x[i]);
+  return s;
+}
+
+// sum of (x - mean)^2, in double
+inline double centered_square_sum(const float* x, int64_t n, double mean) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(x[i]) - mean;
+    s += d * d;
+  }
+  return s;
+}
+
+inline double dot(const float* a, const float* b, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+}  // namespace rg::cpu::row

@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <map>
 
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
@@ -106,23 +105,27 @@ rg::nn::SafetensorsContents load_checked(const std::string& path, const char* fl
 
 void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
                const std::string& path) {
-  std::map<std::string, const rg::Tensor*> by_name;
-  for (auto& [n, t] : file.tensors) by_name[n] = &t;
-  rg::nn::StateDict out;
-  for (auto& [name, t] : m.state_dict()) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) fail(path, ": tensor '", name, "' is missing");
-    const rg::Tensor& src = *it->second;
-    if (src.shape() != t.shape())
+  const rg::nn::StateDict own = m.state_dict();
+  rg::nn::StateDict out;  // the file's entries the model has (a checkpoint's optim.* stay out)
+  for (auto& [name, src] : file.tensors) {
+    const rg::Tensor* t = own.find(name);
+    if (!t) continue;
+    if (src.shape() != t->shape())
       fail(path, ": tensor '", name, "' has shape ", shape_string(src.shape()),
-           ", the model expects ", shape_string(t.shape()));
-    const bool both_floating = rg::is_floating(src.dtype()) && rg::is_floating(t.dtype());
-    if (src.dtype() != t.dtype() && !both_floating)
+           ", the model expects ", shape_string(t->shape()));
+    const bool both_floating = rg::is_floating(src.dtype()) && rg::is_floating(t->dtype());
+    if (src.dtype() != t->dtype() && !both_floating)
       fail(path, ": tensor '", name, "' has dtype ", rg::dtype_name(src.dtype()),
-           ", the model expects ", rg::dtype_name(t.dtype()));
-    out.insert(name, src.to(t.dtype()));
+           ", the model expects ", rg::dtype_name(t->dtype()));
+    out.insert(name, src.to(t->dtype()));
   }
-  m.load_state_dict(out);
+  // Strict: a tied weight may be stored under one of its names; a missing tensor, or tied
+  // copies that differ, is an error naming the keys.
+  try {
+    m.load_state_dict(out);
+  } catch (const rg::Error& e) {
+    fail(path, ": ", e.what());
+  }
 }
 
 }  // namespace rgtrain

@@ -68,7 +68,8 @@ check_bad "--max-model-memory" "${TINY[@]}" --steps 1 --max-model-memory 0.00001
 check_bad "--grace is not an rgtrain flag" --grace 1
 
 # Crafted safetensors files (python3 rewrites the header or the bytes of a good checkpoint).
-craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim
+craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim,
+           # no-head (the tied lm_head.weight stored once), head-differs (its copy changed)
   python3 - "$GOOD" "$1" "$2" <<'PY'
 import json, struct, sys
 src, out, mode = sys.argv[1:]
@@ -84,8 +85,12 @@ elif mode == "nan":
 elif mode == "huge":  # finite, but the MLP's products overflow
     b, e = head["transformer.h.0.mlp.c_fc.weight"]["data_offsets"]
     data[b:e] = struct.pack("<f", 3e38) * ((e - b) // 4)
-elif mode == "no-optim":
-    keep = [(k, v) for k, v in head.items() if k != "__metadata__" and not k.startswith("optim.")]
+elif mode == "head-differs":
+    b, e = head["lm_head.weight"]["data_offsets"]
+    data[b:e] = struct.pack("<f", 0.5) * ((e - b) // 4)
+if mode in ("no-optim", "no-head"):
+    drop = "optim." if mode == "no-optim" else "lm_head.weight"
+    keep = [(k, v) for k, v in head.items() if k != "__metadata__" and not k.startswith(drop)]
     new, off = bytearray(), 0
     for k, v in keep:
         b0, e0 = v["data_offsets"]
@@ -114,6 +119,13 @@ if "$RGTRAIN" "${TINY[@]}" --steps 2 --init "$TMP/nan.safetensors" --allow-nonfi
    grep -q "final loss nan" "$TMP/out"; then
   ok "--allow-nonfinite trains on"
 else bad "--allow-nonfinite: $(cat "$TMP/out")"; fi
+craft "$TMP/nohead.safetensors" no-head
+if "$RGTRAIN" "${TINY[@]}" --steps 1 --init "$TMP/nohead.safetensors" >"$TMP/out" 2>&1; then
+  ok "--init from a file storing the tied weight once (no lm_head.weight)"
+else bad "--init without lm_head.weight: $(cat "$TMP/out")"; fi
+craft "$TMP/headdiff.safetensors" head-differs
+check_bad "tied copies differ in --init" "${TINY[@]}" --steps 1 --init "$TMP/headdiff.safetensors"
+grep -q "transformer.wte.weight and lm_head.weight" "$TMP/err" || bad "differing tied copies name both keys"
 mkdir -p "$TMP/noopt"
 craft "$TMP/noopt/ckpt.safetensors" no-optim
 check_bad "--resume without optimizer state" "${TINY[@]}" --steps 8 --checkpoint "$TMP/noopt" --resume

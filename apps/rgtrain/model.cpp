@@ -3,9 +3,12 @@
 
 #include <unistd.h>
 
+#include <map>
+
 
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
+#include "nn/gpt_metadata.h"
 
 namespace rgtrain {
 namespace {
@@ -13,6 +16,9 @@ namespace {
 // Minimal "mlp" language model: embedding of each token -> MLP -> logits (no context).
 struct MlpLM : rg::nn::Module {
   MlpLM(int64_t vocab, int64_t width, int64_t layers, uint64_t seed) {
+    metadata = {{"n_layer", std::to_string(layers)},
+                {"n_embd", std::to_string(width)},
+                {"vocab_size", std::to_string(vocab)}};
     rg::Generator gen{seed, 0};
     wte = std::make_shared<rg::nn::Embedding>(vocab, width, &gen);
     std::vector<int64_t> widths(size_t(layers) + 1, width);
@@ -24,12 +30,33 @@ struct MlpLM : rg::nn::Module {
   rg::Tensor forward(const rg::Tensor& idx) override { return mlp->forward(wte->forward(idx)); }
   std::shared_ptr<rg::nn::Embedding> wte;
   std::shared_ptr<rg::nn::MLP> mlp;
+  rg::nn::SafetensorsMetadata metadata;  // its shape, as model_metadata() writes it
 };
 
 std::string shape_string(const rg::Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// The rgtrain flag behind each metadata field, for error messages.
+std::string flag_of(const std::string& field) {
+  static const std::map<std::string, std::string> flags = {
+      {"model", "--model"},  {"n_layer", "--layers"},    {"n_head", "--heads"},
+      {"n_embd", "--width"}, {"vocab_size", "--vocab"}, {"block_size", "--context"}};
+  auto it = flags.find(field);
+  return it == flags.end() ? field : it->second;
+}
+
+void check_metadata(const rg::nn::Module& m, const rg::nn::SafetensorsMetadata& file,
+                    const std::string& path) {
+  const auto bad = rg::nn::metadata_mismatches(file, model_metadata(m));
+  if (bad.empty()) return;
+  std::string what;
+  for (const auto& b : bad)
+    what += (what.empty() ? "" : "; ") + b.field + " is " + b.in_file + " in the file, " +
+            b.expected + " in this run (" + flag_of(b.field) + ")";
+  fail(path, ": the file's metadata does not match the model: ", what);
 }
 
 double default_memory_cap_bytes() {
@@ -103,8 +130,20 @@ rg::nn::SafetensorsContents load_checked(const std::string& path, const char* fl
   }
 }
 
+rg::nn::SafetensorsMetadata model_metadata(const rg::nn::Module& m) {
+  if (auto* gpt = dynamic_cast<const rg::nn::GPT*>(&m)) {
+    auto md = rg::nn::gpt_metadata(gpt->config());
+    md["model"] = "gpt";
+    return md;
+  }
+  auto md = dynamic_cast<const MlpLM&>(m).metadata;
+  md["model"] = "mlp";
+  return md;
+}
+
 void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
                const std::string& path) {
+  check_metadata(m, file.metadata, path);
   const rg::nn::StateDict own = m.state_dict();
   rg::nn::StateDict out;  // the file's entries the model has (a checkpoint's optim.* stay out)
   for (auto& [name, src] : file.tensors) {

@@ -54,6 +54,8 @@ check_bad "empty data" --data "$TMP/empty.txt"
 check_bad "bad bin header" --data "$TMP/bad.bin"
 check_bad "truncated init" "${TINY[@]}" --steps 1 --init "$TMP/trunc.safetensors" --checkpoint "$TMP/straight"
 check_bad "init shape mismatch" --layers 1 --heads 2 --width 32 --digits 1 --steps 1 --init "$GOOD" --checkpoint "$TMP/straight"
+check_bad "init metadata mismatch" --layers 1 --heads 4 --width 16 --digits 1 --steps 1 --init "$GOOD"
+grep -q "n_head is 2 in the file, 4 in this run (--heads)" "$TMP/err" || bad "metadata mismatch names field, values, flag"
 check_bad "resume config mismatch" --layers 1 --heads 2 --width 16 --digits 1 --steps 9 --global-batch 16 --micro-batch 4 --checkpoint "$TMP/straight" --resume
 check_bad "--init /dev/zero" "${TINY[@]}" --steps 1 --init /dev/zero
 grep -q "'/dev/zero' is a character device" "$TMP/err" || bad "--init /dev/zero names the file and kind"

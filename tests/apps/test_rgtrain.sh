@@ -169,6 +169,25 @@ PY
 then ok "--verify: 2 ranks equal one process; --metrics has one JSON line per step"
 else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
 
+# The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
+# at step 1; later steps differ only by the rounding of the gradient average).
+"$RGTRAIN" "${TINY[@]}" --steps 3 --print-every 1 --metrics "$TMP/w1.jsonl" >"$TMP/w1.out" 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 3 --print-every 1 \
+  --metrics "$TMP/w2.jsonl" >"$TMP/w2.out" 2>&1
+if python3 - "$TMP/w1.out" "$TMP/w2.out" "$TMP/w1.jsonl" "$TMP/w2.jsonl" <<'PY'
+import json, re, sys
+line = re.compile(r"^(?:\[rank 0\] )?step \d+/3 \| loss (\S+)", re.M)
+printed = [[float(x) for x in line.findall(open(f).read())] for f in sys.argv[1:3]]
+logged = [[json.loads(line)["loss"] for line in open(f)] for f in sys.argv[3:5]]
+ok = len(printed[0]) == len(printed[1]) == len(logged[0]) == len(logged[1]) == 3
+ok = ok and all(abs(a - b) <= 1.5e-4 for a, b in zip(*printed))  # printed with 4 decimals
+ok = ok and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(*logged))
+print("world 1:", printed[0], logged[0], "\nworld 2:", printed[1], logged[1])
+sys.exit(0 if ok else 1)
+PY
+then ok "the printed and --metrics loss is the global mean (world 1 == world 2)"
+else bad "loss differs between world 1 and 2: $(cat "$TMP/w2.out")"; fi
+
 # A rank started by hand without the others prints its error (not only rank 0 does).
 RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?

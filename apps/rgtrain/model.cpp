@@ -80,14 +80,13 @@ std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t
 }
 
 std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m) {
-  // nanoGPT: weight decay on matrices only.
-  std::vector<rg::optim::ParamGroup> groups(2);
-  for (auto& p : m.parameters()) groups[p.dim() >= 2 ? 0 : 1].params.push_back(p);
-  groups[1].weight_decay = 0.0;
+  auto groups = rg::optim::decay_groups(m, rg::optim::parse_no_decay(a.no_decay));
   if (a.optimizer == "adamw") {
     rg::optim::AdamWOptions o;
     o.lr = a.lr;
-    o.beta2 = 0.99;
+    o.beta1 = a.beta1;
+    o.beta2 = a.beta2;
+    o.eps = a.eps;
     o.weight_decay = a.weight_decay;
     return std::make_unique<rg::optim::AdamW>(groups, o);
   }

@@ -68,6 +68,9 @@ check_bad "--layers 1000000" --layers 1000000 --steps 1
 grep -q "needs .* GiB" "$TMP/err" || bad "--layers 1000000 says how many GiB it needs"
 check_bad "--max-model-memory" "${TINY[@]}" --steps 1 --max-model-memory 0.00001
 check_bad "--grace is not an rgtrain flag" --grace 1
+check_bad "--no-decay with an unknown kind" --no-decay biases,weights
+grep -q -- "--no-decay: .*unknown kind 'weights'" "$TMP/err" || bad "--no-decay names the bad kind"
+check_bad "--beta2 1" --beta2 1
 
 # Crafted safetensors files (python3 rewrites the header or the bytes of a good checkpoint).
 craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim,
@@ -140,6 +143,27 @@ touch "$TMP/straight/.ckpt.safetensors.tmp.99999.0"
 "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/straight" >"$TMP/out" 2>&1 || bad "rerun"
 if [ ! -e "$TMP/straight/.ckpt.safetensors.tmp.99999.0" ] && grep -q "left by an interrupted save" "$TMP/out"
 then ok "stale temp file removed at start"; else bad "stale temp file: $(cat "$TMP/out")"; fi
+
+# Optimizer flags: the defaults spelled out give the same run bit for bit; each flag changes it.
+"$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/spelled" --beta1 0.9 --beta2 0.99 \
+  --eps 1e-8 --weight-decay 0.1 --no-decay norms,biases >/dev/null 2>&1
+if "$RGTRAIN" --compare "$GOOD" "$TMP/spelled/ckpt.safetensors" >/dev/null 2>&1; then
+  ok "optimizer defaults: --beta1 0.9 --beta2 0.99 --eps 1e-8 --weight-decay 0.1 --no-decay biases,norms"
+else bad "spelled-out optimizer defaults differ from the defaults"; fi
+for FLAGS in "--beta1 0.8" "--beta2 0.95" "--eps 1e-4" "--no-decay biases,norms,embeddings" \
+  "--no-decay none"; do
+  # shellcheck disable=SC2086
+  "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/flag" $FLAGS >/dev/null 2>&1
+  if "$RGTRAIN" --compare "$GOOD" "$TMP/flag/ckpt.safetensors" >/dev/null 2>&1; then
+    bad "$FLAGS changes nothing"
+  else ok "$FLAGS changes the run"; fi
+done
+
+"$RGRUN" --nproc-per-node 2 -- sh -c 'exec "$0" "$@" --no-decay biases$([ "$RANK" = 1 ] && echo ,norms)' \
+  "$RGTRAIN" "${TINY[@]}" --steps 2 >"$TMP/out" 2>&1
+if grep -q "the ranks disagree on --no-decay: rank 0: biases; rank 1: biases,norms" "$TMP/out"
+then ok "the ranks agree on the optimizer settings before training"
+else bad "ranks with different --no-decay: $(cat "$TMP/out")"; fi
 
 # --trace in a single process, --help
 "$RGTRAIN" "${TINY[@]}" --steps 2 --trace "$TMP/one.json" >/dev/null 2>&1

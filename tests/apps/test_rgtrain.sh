@@ -200,8 +200,8 @@ else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
   --metrics "$TMP/w2.jsonl" >"$TMP/w2.out" 2>&1
 if python3 - "$TMP/w1.out" "$TMP/w2.out" "$TMP/w1.jsonl" "$TMP/w2.jsonl" <<'PY'
 import json, re, sys
-line = re.compile(r"^(?:\[rank 0\] )?step \d+/3 \| loss (\S+)", re.M)
-printed = [[float(x) for x in line.findall(open(f).read())] for f in sys.argv[1:3]]
+pattern = re.compile(r"^(?:\[rank 0\] )?step \d+/3 \| loss (\S+)", re.M)
+printed = [[float(x) for x in pattern.findall(open(f).read())] for f in sys.argv[1:3]]
 logged = [[json.loads(line)["loss"] for line in open(f)] for f in sys.argv[3:5]]
 ok = len(printed[0]) == len(printed[1]) == len(logged[0]) == len(logged[1]) == 3
 ok = ok and all(abs(a - b) <= 1.5e-4 for a, b in zip(*printed))  # printed with 4 decimals

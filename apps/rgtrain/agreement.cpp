@@ -5,6 +5,7 @@
 #include <map>
 
 #include "apps/rgtrain/util.h"
+#include "core/hash.h"
 #include "data/read_file.h"
 #include "nn/optim/decay_groups.h"
 #include "ringgrad.h"
@@ -82,7 +83,7 @@ std::string file_fingerprint(const std::string& path, const char* flag) {
   }
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(fnv1a(bytes.data(), bytes.size())));
+                static_cast<unsigned long long>(rg::fnv1a(bytes.data(), bytes.size())));
   return "size " + std::to_string(bytes.size()) + " bytes, fnv1a " + hash;
 }
 

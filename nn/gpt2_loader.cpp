@@ -40,7 +40,8 @@ int64_t layer_count(const StateDict& dict) {
   int64_t n = 0;
   const std::string prefix = "transformer.h.";
   for (const auto& [name, t] : dict)
-    if (name.rfind(prefix, 0) == 0) n = std::max<int64_t>(n, std::atoll(name.c_str() + prefix.size()) + 1);
+    if (name.rfind(prefix, 0) == 0)
+      n = std::max<int64_t>(n, std::atoll(name.c_str() + prefix.size()) + 1);
   return n;
 }
 

@@ -176,8 +176,10 @@ std::vector<std::vector<Named>> alias_groups(const StateDict& own) {
   for (const auto& [name, t] : own) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& g) { return g.front().second.impl() == t.impl(); });
-    if (it == groups.end()) groups.push_back({{name, t}});
-    else it->push_back({name, t});
+    if (it == groups.end())
+      groups.push_back({{name, t}});
+    else
+      it->push_back({name, t});
   }
   return groups;
 }

@@ -64,7 +64,8 @@ void add_training_flags(CLI::App& app, Args& a) {
   app.add_option("--warmup", a.warmup, "linear learning-rate warm-up steps")->check(non_negative);
   app.add_option("--lr", a.lr, "peak learning rate (cosine decay to lr/10)")
       ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--clip", a.clip, "gradient-norm clipping (0: off; nanoGPT: 1.0)")->check(CLI::Range(0.0, 1e30));
+  app.add_option("--clip", a.clip, "gradient-norm clipping (0: off; nanoGPT: 1.0)")
+      ->check(CLI::Range(0.0, 1e30));
   add_optimizer_flags(app, a);
   app.add_option("--seed", a.seed, "seed of the weights and the data order");
   app.add_option("--threads", a.threads, "CPU threads (0: all; 1 per rank under rgrun)")

@@ -5,7 +5,6 @@
 
 #include <map>
 
-
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
 #include "nn/gpt_metadata.h"
@@ -42,7 +41,7 @@ std::string shape_string(const rg::Shape& s) {
 // The rgtrain flag behind each metadata field, for error messages.
 std::string flag_of(const std::string& field) {
   static const std::map<std::string, std::string> flags = {
-      {"model", "--model"},  {"n_layer", "--layers"},    {"n_head", "--heads"},
+      {"model", "--model"},  {"n_layer", "--layers"},   {"n_head", "--heads"},
       {"n_embd", "--width"}, {"vocab_size", "--vocab"}, {"block_size", "--context"}};
   auto it = flags.find(field);
   return it == flags.end() ? field : it->second;

@@ -29,9 +29,12 @@ NoDecay parse_no_decay(const std::string& list) {
   std::istringstream in(list);
   std::string word;
   while (std::getline(in, word, ',')) {
-    if (word == "biases") skip.biases = true;
-    else if (word == "norms") skip.norms = true;
-    else if (word == "embeddings") skip.embeddings = true;
+    if (word == "biases")
+      skip.biases = true;
+    else if (word == "norms")
+      skip.norms = true;
+    else if (word == "embeddings")
+      skip.embeddings = true;
     else
       RG_FAIL("no-decay list '", list, "': unknown kind '", word,
               "' (expected a comma-separated list of biases, norms, embeddings, or none)");

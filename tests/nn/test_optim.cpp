@@ -158,18 +158,13 @@ TEST_CASE("decay_groups: nanoGPT's split by default, embeddings and the rest swi
   CHECK(names_in(*gpt, g[1]).count("transformer.h.0.ln_1.weight") == 1);
 
   auto e = rg::optim::decay_groups(*gpt, parse_no_decay("embeddings,biases,norms"));
-  CHECK(names_in(*gpt, e[1]) == std::set<std::string>{"transformer.wte.weight",
-                                                       "transformer.wpe.weight",
-                                                       "transformer.h.0.ln_1.weight",
-                                                       "transformer.h.0.ln_1.bias",
-                                                       "transformer.h.0.attn.c_attn.bias",
-                                                       "transformer.h.0.attn.c_proj.bias",
-                                                       "transformer.h.0.ln_2.weight",
-                                                       "transformer.h.0.ln_2.bias",
-                                                       "transformer.h.0.mlp.c_fc.bias",
-                                                       "transformer.h.0.mlp.c_proj.bias",
-                                                       "transformer.ln_f.weight",
-                                                       "transformer.ln_f.bias"});
+  CHECK(names_in(*gpt, e[1]) ==
+        std::set<std::string>{
+            "transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.ln_1.weight",
+            "transformer.h.0.ln_1.bias", "transformer.h.0.attn.c_attn.bias",
+            "transformer.h.0.attn.c_proj.bias", "transformer.h.0.ln_2.weight",
+            "transformer.h.0.ln_2.bias", "transformer.h.0.mlp.c_fc.bias",
+            "transformer.h.0.mlp.c_proj.bias", "transformer.ln_f.weight", "transformer.ln_f.bias"});
   auto n = rg::optim::decay_groups(*gpt, parse_no_decay("norms"));  // biases of Linear decay
   CHECK(names_in(*gpt, n[0]).count("transformer.h.0.attn.c_attn.bias") == 1);
   CHECK(names_in(*gpt, n[1]).count("transformer.ln_f.bias") == 1);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "core/hash.h"
 #include "ops/ops.h"
 
 namespace rg::nn {
@@ -29,12 +30,6 @@ NoSyncGuard::~NoSyncGuard() {
 }
 
 namespace {
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 // Packs a string into int64 words (8 bytes each) for all-gathering.
 std::vector<int64_t> pack(const std::string& s, size_t words) {

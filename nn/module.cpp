@@ -1,6 +1,7 @@
 // Module: registration, traversal, modes, in-place conversion and state_dict loading.
 #include "nn/module.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
@@ -164,36 +165,89 @@ StateDict Module::state_dict() const {
   return dict;
 }
 
+namespace {
+
+using Named = std::pair<std::string, Tensor>;
+
+// The model's entries grouped by tensor: a tied weight is one group with several names
+// (GPT: transformer.wte.weight and lm_head.weight), in state_dict order.
+std::vector<std::vector<Named>> alias_groups(const StateDict& own) {
+  std::vector<std::vector<Named>> groups;
+  for (const auto& [name, t] : own) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.front().second.impl() == t.impl(); });
+    if (it == groups.end())
+      groups.push_back({{name, t}});
+    else
+      it->push_back({name, t});
+  }
+  return groups;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// One tied tensor stored under several of its names must hold the same values under each.
+void check_tied_copies(const std::vector<Named>& group, const StateDict& dict,
+                       std::vector<std::string>& conflicts) {
+  const Named* first = nullptr;
+  for (const auto& item : group) {
+    const Tensor* src = dict.find(item.first);
+    if (!src || src->shape() != item.second.shape()) continue;
+    if (!first) {
+      first = &item;
+      continue;
+    }
+    const Tensor& a = dict.at(first->first);
+    if (!equal(a.to(kCPU, item.second.dtype()), src->to(kCPU, item.second.dtype())))
+      conflicts.push_back(str(first->first, " and ", item.first,
+                              " (tied: the same weight, but the checkpoint's values differ)"));
+  }
+}
+
+}  // namespace
+
+// A tied weight counts as present when the checkpoint holds it under any of its names
+// (files that store it once, as safetensors' save_model does, load under strict).
 void Module::load_state_dict(const StateDict& dict, bool strict) {
   StateDict own = state_dict();
-  std::vector<std::string> missing, unexpected, mis_shaped;
-  for (const auto& [name, t] : own) {
-    const Tensor* src = dict.find(name);
-    if (!src) {
-      missing.push_back(name);
-    } else if (src->shape() != t.shape()) {
-      mis_shaped.push_back(str(name, " (checkpoint ", shape_str(src->shape()), ", model ",
-                               shape_str(t.shape()), ")"));
+  const auto groups = alias_groups(own);
+  std::vector<std::string> missing, unexpected, mis_shaped, conflicts;
+  for (const auto& group : groups) {
+    bool present = false;
+    for (const auto& [name, t] : group) {
+      const Tensor* src = dict.find(name);
+      present = present || src;
+      if (src && src->shape() != t.shape())
+        mis_shaped.push_back(str(name, " (checkpoint ", shape_str(src->shape()), ", model ",
+                                 shape_str(t.shape()), ")"));
     }
+    if (!present)
+      for (const auto& item : group) missing.push_back(item.first);
+    check_tied_copies(group, dict, conflicts);
   }
   for (const auto& [name, t] : dict)
     if (!own.contains(name)) unexpected.push_back(name);
-  auto join = [](const std::vector<std::string>& names) {
-    std::string s;
-    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  };
-  bool fail = !mis_shaped.empty() || (strict && (!missing.empty() || !unexpected.empty()));
+  const bool fail = !mis_shaped.empty() || !conflicts.empty() ||
+                    (strict && (!missing.empty() || !unexpected.empty()));
   if (fail) {
     std::string msg = type_name_ + ".load_state_dict: checkpoint does not match the model";
     if (strict && !missing.empty()) msg += "; missing keys: " + join(missing);
     if (strict && !unexpected.empty()) msg += "; unexpected keys: " + join(unexpected);
     if (!mis_shaped.empty()) msg += "; mis-shaped keys: " + join(mis_shaped);
+    if (!conflicts.empty()) msg += "; differing tied keys: " + join(conflicts);
     throw Error(msg);
   }
   NoGradGuard no_grad;
-  for (const auto& [name, t] : own)
-    if (const Tensor* src = dict.find(name)) t.detach().copy_(*src);
+  for (const auto& group : groups)
+    for (const auto& [name, t] : group)
+      if (const Tensor* src = dict.find(name)) {
+        t.detach().copy_(*src);
+        break;  // the other names are the same tensor, checked equal above
+      }
 }
 
 }  // namespace rg::nn

@@ -8,7 +8,8 @@
 //    state_dict() lists every name, as PyTorch's does.
 //  - to(device/dtype) converts in place: each parameter keeps its identity (the same
 //    TensorImpl), so optimizers, hooks and tied weights stay valid.
-//  - load_state_dict copies values into the existing tensors.
+//  - load_state_dict copies values into the existing tensors; a tied weight may be stored
+//    under one of its names (files written without the duplicate lm_head.weight).
 // Modules are held by std::shared_ptr: auto model = std::make_shared<rg::nn::GPT>(config);
 #pragma once
 #include <memory>
@@ -69,7 +70,9 @@ class Module {
   StateDict state_dict() const;
   // Copies values into this module's tensors (converting dtype/device). With strict, throws
   // one rg::Error listing missing keys, unexpected keys and keys whose shapes differ; without
-  // strict, loads the keys present in both and still refuses shape mismatches.
+  // strict, loads the keys present in both and still refuses shape mismatches. A tied tensor
+  // is present when `dict` holds it under any of its names; holding it under several names
+  // with different values is an error naming them.
   void load_state_dict(const StateDict& dict, bool strict = true);
 
  protected:

@@ -8,6 +8,7 @@
 #include "nn/module.h"
 #include "nn/optim/adamw.h"
 #include "nn/optim/clip_grad.h"
+#include "nn/optim/decay_groups.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/optim/sgd.h"
 #include "nn/state_dict.h"

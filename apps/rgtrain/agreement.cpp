@@ -5,7 +5,9 @@
 #include <map>
 
 #include "apps/rgtrain/util.h"
+#include "core/hash.h"
 #include "data/read_file.h"
+#include "nn/optim/decay_groups.h"
 #include "ringgrad.h"
 
 namespace rgtrain {
@@ -59,7 +61,11 @@ Settings shared_settings(const Args& a, int64_t world) {
           {"--optimizer", a.optimizer},
           {"--lr", fmt("%.17g", a.lr)},
           {"--warmup", str(a.warmup)},
+          {"--beta1", fmt("%.17g", a.beta1)},
+          {"--beta2", fmt("%.17g", a.beta2)},
+          {"--eps", fmt("%.17g", a.eps)},
           {"--weight-decay", fmt("%.17g", a.weight_decay)},
+          {"--no-decay", rg::optim::to_string(rg::optim::parse_no_decay(a.no_decay))},
           {"--clip", fmt("%.17g", a.clip)},
           {"--resume", a.resume ? "yes" : "no"},
           {"WORLD_SIZE", str(world)},
@@ -77,7 +83,7 @@ std::string file_fingerprint(const std::string& path, const char* flag) {
   }
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(fnv1a(bytes.data(), bytes.size())));
+                static_cast<unsigned long long>(rg::fnv1a(bytes.data(), bytes.size())));
   return "size " + std::to_string(bytes.size()) + " bytes, fnv1a " + hash;
 }
 

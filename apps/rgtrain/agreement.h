@@ -1,5 +1,6 @@
 // The start-up agreement check: before any training, the ranks exchange the settings that
-// must be equal on all of them (model shape, seed, steps, batch sizes, world size, the data
+// must be equal on all of them (model shape, seed, steps, batch sizes, optimizer settings:
+// lr, betas, eps, weight decay and the no-decay set, clipping; world size, the data
 // and init files' sizes and fingerprints). A difference is an error naming the setting and
 // which ranks hold which value, on every rank at once, instead of ranks that silently train
 // different models or read different data.

@@ -48,7 +48,7 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
   for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
-  rg::nn::SafetensorsMetadata md;
+  rg::nn::SafetensorsMetadata md = model_metadata(model);
   md["step"] = std::to_string(at.step);
   md["config"] = config;
   md["data_epoch"] = std::to_string(at.data_epoch);

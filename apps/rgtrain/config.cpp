@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "apps/rgtrain/util.h"
+#include "nn/optim/decay_groups.h"
 
 namespace rgtrain {
 namespace {
@@ -32,6 +33,26 @@ void add_model_flags(CLI::App& app, Args& a) {
                  "instead of the addition task");
 }
 
+void add_optimizer_flags(CLI::App& app, Args& a) {
+  app.add_option("--optimizer", a.optimizer, "optimizer (sgd: momentum 0.9)")
+      ->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--beta1", a.beta1, "AdamW beta1 (PyTorch, nanoGPT: 0.9)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--beta2", a.beta2,
+                 "AdamW beta2 (PyTorch 0.999; nanoGPT 0.99 for small models as here, 0.95 for "
+                 "GPT-2)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--eps", a.eps, "AdamW epsilon (PyTorch: 1e-8)")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--weight-decay", a.weight_decay,
+                 "weight decay (AdamW: decoupled) of every parameter not in --no-decay "
+                 "(nanoGPT: 0.1; PyTorch AdamW: 0.01)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--no-decay", a.no_decay,
+                 "parameters without weight decay: a comma-separated list of biases, norms "
+                 "(LayerNorm), embeddings, or none (PyTorch: none; nanoGPT: biases,norms, "
+                 "i.e. every tensor of >= 2 dimensions decays)");
+}
+
 void add_training_flags(CLI::App& app, Args& a) {
   const auto positive = CLI::Range(int64_t(1), int64_t(1) << 40);
   const auto non_negative = CLI::Range(int64_t(0), int64_t(1) << 40);
@@ -43,10 +64,9 @@ void add_training_flags(CLI::App& app, Args& a) {
   app.add_option("--warmup", a.warmup, "linear learning-rate warm-up steps")->check(non_negative);
   app.add_option("--lr", a.lr, "peak learning rate (cosine decay to lr/10)")
       ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay of matrices")
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--clip", a.clip, "gradient-norm clipping (0: off)")->check(CLI::Range(0.0, 1e30));
-  app.add_option("--optimizer", a.optimizer, "optimizer")->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--clip", a.clip, "gradient-norm clipping (0: off; nanoGPT: 1.0)")
+      ->check(CLI::Range(0.0, 1e30));
+  add_optimizer_flags(app, a);
   app.add_option("--seed", a.seed, "seed of the weights and the data order");
   app.add_option("--threads", a.threads, "CPU threads (0: all; 1 per rank under rgrun)")
       ->check(non_negative);
@@ -94,6 +114,13 @@ void check_together(const Args& a) {
   if (a.resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
   if (a.resume && !a.init.empty()) fail("--resume and --init are exclusive");
   if (a.reset_optimizer && !a.resume) fail("--reset-optimizer needs --resume");
+  if (a.beta1 >= 1 || a.beta2 >= 1)
+    fail("--beta1 (", a.beta1, ") and --beta2 (", a.beta2, ") must be below 1");
+  try {
+    rg::optim::parse_no_decay(a.no_decay);
+  } catch (const rg::Error& e) {
+    fail("--no-decay: ", e.what());
+  }
 }
 
 }  // namespace

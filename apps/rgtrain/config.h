@@ -20,6 +20,10 @@ struct Args {
   std::string device = "cpu";
   int64_t global_batch = 64, micro_batch = 8, steps = 1200, warmup = 100;
   double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
+  // AdamW's betas and eps: PyTorch's defaults, but beta2 0.99 as nanoGPT's small
+  // (shakespeare_char) configs; nanoGPT's GPT-2 runs use 0.95.
+  double beta1 = 0.9, beta2 = 0.99, eps = 1e-8;
+  std::string no_decay = "biases,norms";  // nanoGPT: embeddings decay (rg::optim::NoDecay)
   std::string optimizer = "adamw";
   uint64_t seed = 1337;
   int64_t eval_every = 250;

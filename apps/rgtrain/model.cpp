@@ -7,6 +7,7 @@
 
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
+#include "nn/gpt_metadata.h"
 
 namespace rgtrain {
 namespace {
@@ -14,6 +15,9 @@ namespace {
 // Minimal "mlp" language model: embedding of each token -> MLP -> logits (no context).
 struct MlpLM : rg::nn::Module {
   MlpLM(int64_t vocab, int64_t width, int64_t layers, uint64_t seed) {
+    metadata = {{"n_layer", std::to_string(layers)},
+                {"n_embd", std::to_string(width)},
+                {"vocab_size", std::to_string(vocab)}};
     rg::Generator gen{seed, 0};
     wte = std::make_shared<rg::nn::Embedding>(vocab, width, &gen);
     std::vector<int64_t> widths(size_t(layers) + 1, width);
@@ -25,12 +29,33 @@ struct MlpLM : rg::nn::Module {
   rg::Tensor forward(const rg::Tensor& idx) override { return mlp->forward(wte->forward(idx)); }
   std::shared_ptr<rg::nn::Embedding> wte;
   std::shared_ptr<rg::nn::MLP> mlp;
+  rg::nn::SafetensorsMetadata metadata;  // its shape, as model_metadata() writes it
 };
 
 std::string shape_string(const rg::Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// The rgtrain flag behind each metadata field, for error messages.
+std::string flag_of(const std::string& field) {
+  static const std::map<std::string, std::string> flags = {
+      {"model", "--model"},  {"n_layer", "--layers"},   {"n_head", "--heads"},
+      {"n_embd", "--width"}, {"vocab_size", "--vocab"}, {"block_size", "--context"}};
+  auto it = flags.find(field);
+  return it == flags.end() ? field : it->second;
+}
+
+void check_metadata(const rg::nn::Module& m, const rg::nn::SafetensorsMetadata& file,
+                    const std::string& path) {
+  const auto bad = rg::nn::metadata_mismatches(file, model_metadata(m));
+  if (bad.empty()) return;
+  std::string what;
+  for (const auto& b : bad)
+    what += (what.empty() ? "" : "; ") + b.field + " is " + b.in_file + " in the file, " +
+            b.expected + " in this run (" + flag_of(b.field) + ")";
+  fail(path, ": the file's metadata does not match the model: ", what);
 }
 
 double default_memory_cap_bytes() {
@@ -54,14 +79,13 @@ std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t
 }
 
 std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m) {
-  // nanoGPT: weight decay on matrices only.
-  std::vector<rg::optim::ParamGroup> groups(2);
-  for (auto& p : m.parameters()) groups[p.dim() >= 2 ? 0 : 1].params.push_back(p);
-  groups[1].weight_decay = 0.0;
+  auto groups = rg::optim::decay_groups(m, rg::optim::parse_no_decay(a.no_decay));
   if (a.optimizer == "adamw") {
     rg::optim::AdamWOptions o;
     o.lr = a.lr;
-    o.beta2 = 0.99;
+    o.beta1 = a.beta1;
+    o.beta2 = a.beta2;
+    o.eps = a.eps;
     o.weight_decay = a.weight_decay;
     return std::make_unique<rg::optim::AdamW>(groups, o);
   }
@@ -104,25 +128,41 @@ rg::nn::SafetensorsContents load_checked(const std::string& path, const char* fl
   }
 }
 
+rg::nn::SafetensorsMetadata model_metadata(const rg::nn::Module& m) {
+  if (auto* gpt = dynamic_cast<const rg::nn::GPT*>(&m)) {
+    auto md = rg::nn::gpt_metadata(gpt->config());
+    md["model"] = "gpt";
+    return md;
+  }
+  auto md = dynamic_cast<const MlpLM&>(m).metadata;
+  md["model"] = "mlp";
+  return md;
+}
+
 void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
                const std::string& path) {
-  std::map<std::string, const rg::Tensor*> by_name;
-  for (auto& [n, t] : file.tensors) by_name[n] = &t;
-  rg::nn::StateDict out;
-  for (auto& [name, t] : m.state_dict()) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) fail(path, ": tensor '", name, "' is missing");
-    const rg::Tensor& src = *it->second;
-    if (src.shape() != t.shape())
+  check_metadata(m, file.metadata, path);
+  const rg::nn::StateDict own = m.state_dict();
+  rg::nn::StateDict out;  // the file's entries the model has (a checkpoint's optim.* stay out)
+  for (auto& [name, src] : file.tensors) {
+    const rg::Tensor* t = own.find(name);
+    if (!t) continue;
+    if (src.shape() != t->shape())
       fail(path, ": tensor '", name, "' has shape ", shape_string(src.shape()),
-           ", the model expects ", shape_string(t.shape()));
-    const bool both_floating = rg::is_floating(src.dtype()) && rg::is_floating(t.dtype());
-    if (src.dtype() != t.dtype() && !both_floating)
+           ", the model expects ", shape_string(t->shape()));
+    const bool both_floating = rg::is_floating(src.dtype()) && rg::is_floating(t->dtype());
+    if (src.dtype() != t->dtype() && !both_floating)
       fail(path, ": tensor '", name, "' has dtype ", rg::dtype_name(src.dtype()),
-           ", the model expects ", rg::dtype_name(t.dtype()));
-    out.insert(name, src.to(t.dtype()));
+           ", the model expects ", rg::dtype_name(t->dtype()));
+    out.insert(name, src.to(t->dtype()));
   }
-  m.load_state_dict(out);
+  // Strict: a tied weight may be stored under one of its names; a missing tensor, or tied
+  // copies that differ, is an error naming the keys.
+  try {
+    m.load_state_dict(out);
+  } catch (const rg::Error& e) {
+    fail(path, ": ", e.what());
+  }
 }
 
 }  // namespace rgtrain

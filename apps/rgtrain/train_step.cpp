@@ -26,6 +26,27 @@ rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, dou
   return rg::div(loss, rg::scalar_tensor(denom, loss.dtype(), loss.device()));
 }
 
+// The mean of the ranks' loss shares, all-reduced in the background (f64: no rounding to
+// speak of, so every world size prints the same loss).
+class GlobalLoss {
+ public:
+  GlobalLoss(rg::dist::ProcessGroup* group, double share) : share_(share) {
+    if (!group) return;
+    mean_ = rg::scalar_tensor(share, rg::DType::f64).reshape({1});
+    work_ = group->allreduce(mean_, rg::dist::ReduceOp::avg);
+  }
+  double wait() {
+    if (!work_) return share_;
+    work_->wait();
+    return mean_.item();
+  }
+
+ private:
+  double share_;
+  rg::Tensor mean_;
+  std::shared_ptr<rg::dist::Work> work_;
+};
+
 }  // namespace
 
 StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
@@ -49,8 +70,10 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
                     Clock::now());
   }
   const auto opt_start = Clock::now();
+  GlobalLoss global(c.group, r.loss);
   r.grad_norm =
       c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+  r.loss = global.wait();
   r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
   if (!r.skipped) c.opt.step();
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());

@@ -4,12 +4,15 @@
 //
 // The loss of each micro-batch is its summed cross-entropy divided by `denom`; with denom =
 // (counted targets of the whole global batch) / world, DDP's average of the ranks'
-// gradients equals the gradient of the global batch's mean loss.
+// gradients equals the gradient of the global batch's mean loss, and the mean of the ranks'
+// losses is the global batch's mean loss: StepResult::loss, the same number on every rank
+// (one 8-byte all-reduce, in flight while the gradient norm is computed).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
+#include "dist/process_group.h"
 #include "dist/trace.h"
 #include "nn/ddp.h"
 #include "nn/nn.h"
@@ -27,10 +30,11 @@ struct StepContext {
   rg::dist::TraceRecorder* trace = nullptr;
   int rank = 0;
   bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite
+  rg::dist::ProcessGroup* group = nullptr;  // averages the printed loss over the ranks
 };
 
 struct StepResult {
-  double loss = 0;       // this rank's share of the global batch's mean loss
+  double loss = 0;       // the global batch's mean loss (every rank's examples)
   double grad_norm = 0;  // of the (averaged) gradients, before clipping
   double seconds = 0;
   bool skipped = false;  // skip_nonfinite withheld the optimizer step

@@ -54,6 +54,8 @@ check_bad "empty data" --data "$TMP/empty.txt"
 check_bad "bad bin header" --data "$TMP/bad.bin"
 check_bad "truncated init" "${TINY[@]}" --steps 1 --init "$TMP/trunc.safetensors" --checkpoint "$TMP/straight"
 check_bad "init shape mismatch" --layers 1 --heads 2 --width 32 --digits 1 --steps 1 --init "$GOOD" --checkpoint "$TMP/straight"
+check_bad "init metadata mismatch" --layers 1 --heads 4 --width 16 --digits 1 --steps 1 --init "$GOOD"
+grep -q "n_head is 2 in the file, 4 in this run (--heads)" "$TMP/err" || bad "metadata mismatch names field, values, flag"
 check_bad "resume config mismatch" --layers 1 --heads 2 --width 16 --digits 1 --steps 9 --global-batch 16 --micro-batch 4 --checkpoint "$TMP/straight" --resume
 check_bad "--init /dev/zero" "${TINY[@]}" --steps 1 --init /dev/zero
 grep -q "'/dev/zero' is a character device" "$TMP/err" || bad "--init /dev/zero names the file and kind"
@@ -66,9 +68,13 @@ check_bad "--layers 1000000" --layers 1000000 --steps 1
 grep -q "needs .* GiB" "$TMP/err" || bad "--layers 1000000 says how many GiB it needs"
 check_bad "--max-model-memory" "${TINY[@]}" --steps 1 --max-model-memory 0.00001
 check_bad "--grace is not an rgtrain flag" --grace 1
+check_bad "--no-decay with an unknown kind" --no-decay biases,weights
+grep -q -- "--no-decay: .*unknown kind 'weights'" "$TMP/err" || bad "--no-decay names the bad kind"
+check_bad "--beta2 1" --beta2 1
 
 # Crafted safetensors files (python3 rewrites the header or the bytes of a good checkpoint).
-craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim
+craft() {  # craft OUT MODE: i32 (wte's dtype says I32), nan (wpe), huge (c_fc), no-optim,
+           # no-head (the tied lm_head.weight stored once), head-differs (its copy changed)
   python3 - "$GOOD" "$1" "$2" <<'PY'
 import json, struct, sys
 src, out, mode = sys.argv[1:]
@@ -84,8 +90,12 @@ elif mode == "nan":
 elif mode == "huge":  # finite, but the MLP's products overflow
     b, e = head["transformer.h.0.mlp.c_fc.weight"]["data_offsets"]
     data[b:e] = struct.pack("<f", 3e38) * ((e - b) // 4)
-elif mode == "no-optim":
-    keep = [(k, v) for k, v in head.items() if k != "__metadata__" and not k.startswith("optim.")]
+elif mode == "head-differs":
+    b, e = head["lm_head.weight"]["data_offsets"]
+    data[b:e] = struct.pack("<f", 0.5) * ((e - b) // 4)
+if mode in ("no-optim", "no-head"):
+    drop = "optim." if mode == "no-optim" else "lm_head.weight"
+    keep = [(k, v) for k, v in head.items() if k != "__metadata__" and not k.startswith(drop)]
     new, off = bytearray(), 0
     for k, v in keep:
         b0, e0 = v["data_offsets"]
@@ -114,6 +124,13 @@ if "$RGTRAIN" "${TINY[@]}" --steps 2 --init "$TMP/nan.safetensors" --allow-nonfi
    grep -q "final loss nan" "$TMP/out"; then
   ok "--allow-nonfinite trains on"
 else bad "--allow-nonfinite: $(cat "$TMP/out")"; fi
+craft "$TMP/nohead.safetensors" no-head
+if "$RGTRAIN" "${TINY[@]}" --steps 1 --init "$TMP/nohead.safetensors" >"$TMP/out" 2>&1; then
+  ok "--init from a file storing the tied weight once (no lm_head.weight)"
+else bad "--init without lm_head.weight: $(cat "$TMP/out")"; fi
+craft "$TMP/headdiff.safetensors" head-differs
+check_bad "tied copies differ in --init" "${TINY[@]}" --steps 1 --init "$TMP/headdiff.safetensors"
+grep -q "transformer.wte.weight and lm_head.weight" "$TMP/err" || bad "differing tied copies name both keys"
 mkdir -p "$TMP/noopt"
 craft "$TMP/noopt/ckpt.safetensors" no-optim
 check_bad "--resume without optimizer state" "${TINY[@]}" --steps 8 --checkpoint "$TMP/noopt" --resume
@@ -126,6 +143,27 @@ touch "$TMP/straight/.ckpt.safetensors.tmp.99999.0"
 "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/straight" >"$TMP/out" 2>&1 || bad "rerun"
 if [ ! -e "$TMP/straight/.ckpt.safetensors.tmp.99999.0" ] && grep -q "left by an interrupted save" "$TMP/out"
 then ok "stale temp file removed at start"; else bad "stale temp file: $(cat "$TMP/out")"; fi
+
+# Optimizer flags: the defaults spelled out give the same run bit for bit; each flag changes it.
+"$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/spelled" --beta1 0.9 --beta2 0.99 \
+  --eps 1e-8 --weight-decay 0.1 --no-decay norms,biases >/dev/null 2>&1
+if "$RGTRAIN" --compare "$GOOD" "$TMP/spelled/ckpt.safetensors" >/dev/null 2>&1; then
+  ok "optimizer defaults: --beta1 0.9 --beta2 0.99 --eps 1e-8 --weight-decay 0.1 --no-decay biases,norms"
+else bad "spelled-out optimizer defaults differ from the defaults"; fi
+for FLAGS in "--beta1 0.8" "--beta2 0.95" "--eps 1e-4" "--no-decay biases,norms,embeddings" \
+  "--no-decay none"; do
+  # shellcheck disable=SC2086
+  "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/flag" $FLAGS >/dev/null 2>&1
+  if "$RGTRAIN" --compare "$GOOD" "$TMP/flag/ckpt.safetensors" >/dev/null 2>&1; then
+    bad "$FLAGS changes nothing"
+  else ok "$FLAGS changes the run"; fi
+done
+
+"$RGRUN" --nproc-per-node 2 -- sh -c 'exec "$0" "$@" --no-decay biases$([ "$RANK" = 1 ] && echo ,norms)' \
+  "$RGTRAIN" "${TINY[@]}" --steps 2 >"$TMP/out" 2>&1
+if grep -q "the ranks disagree on --no-decay: rank 0: biases; rank 1: biases,norms" "$TMP/out"
+then ok "the ranks agree on the optimizer settings before training"
+else bad "ranks with different --no-decay: $(cat "$TMP/out")"; fi
 
 # --trace in a single process, --help
 "$RGTRAIN" "${TINY[@]}" --steps 2 --trace "$TMP/one.json" >/dev/null 2>&1
@@ -154,6 +192,25 @@ sys.exit(0 if m and float(m.group(1)) < 1e-4 and [r["step"] for r in rows] == [1
 PY
 then ok "--verify: 2 ranks equal one process; --metrics has one JSON line per step"
 else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
+
+# The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
+# at step 1; later steps differ only by the rounding of the gradient average).
+"$RGTRAIN" "${TINY[@]}" --steps 3 --print-every 1 --metrics "$TMP/w1.jsonl" >"$TMP/w1.out" 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 3 --print-every 1 \
+  --metrics "$TMP/w2.jsonl" >"$TMP/w2.out" 2>&1
+if python3 - "$TMP/w1.out" "$TMP/w2.out" "$TMP/w1.jsonl" "$TMP/w2.jsonl" <<'PY'
+import json, re, sys
+pattern = re.compile(r"^(?:\[rank 0\] )?step \d+/3 \| loss (\S+)", re.M)
+printed = [[float(x) for x in pattern.findall(open(f).read())] for f in sys.argv[1:3]]
+logged = [[json.loads(line)["loss"] for line in open(f)] for f in sys.argv[3:5]]
+ok = len(printed[0]) == len(printed[1]) == len(logged[0]) == len(logged[1]) == 3
+ok = ok and all(abs(a - b) <= 1.5e-4 for a, b in zip(*printed))  # printed with 4 decimals
+ok = ok and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(*logged))
+print("world 1:", printed[0], logged[0], "\nworld 2:", printed[1], logged[1])
+sys.exit(0 if ok else 1)
+PY
+then ok "the printed and --metrics loss is the global mean (world 1 == world 2)"
+else bad "loss differs between world 1 and 2: $(cat "$TMP/w2.out")"; fi
 
 # A rank started by hand without the others prints its error (not only rank 0 does).
 RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"

@@ -135,3 +135,48 @@ TEST_CASE("GPTConfig.gelu_approximate picks the MLP's GELU: exact by default, as
                        doctest::Contains("GPTConfig.gelu_approximate must be \"none\" or \"tanh\", got \"erf\""),
                        Error);
 }
+
+TEST_CASE("a tied weight loads from a file that stores it once, or twice with equal values") {
+  auto source = std::make_shared<GPT>(tiny_config());
+  GPTConfig other = tiny_config();
+  other.seed = 99;
+  StateDict once;  // safetensors' save_model keeps one name of a tied tensor
+  for (const auto& [name, t] : source->state_dict())
+    if (name != "lm_head.weight") once.insert(name, t);
+  auto a = std::make_shared<GPT>(other);
+  a->load_state_dict(once);  // strict
+  CHECK(equal(a->lm_head->weight, source->wte->weight));
+  CHECK(a->lm_head->weight.impl() == a->wte->weight.impl());
+
+  StateDict only_head;  // ... or the other name
+  for (const auto& [name, t] : source->state_dict())
+    if (name != "transformer.wte.weight") only_head.insert(name, t);
+  auto b = std::make_shared<GPT>(other);
+  b->load_state_dict(only_head);
+  CHECK(equal(b->wte->weight, source->wte->weight));
+
+  auto c = std::make_shared<GPT>(other);
+  c->load_state_dict(source->state_dict());  // both names, equal values
+  CHECK(equal(c->wte->weight, source->wte->weight));
+}
+
+TEST_CASE("tied names with different values in one file are an error naming both keys") {
+  auto source = std::make_shared<GPT>(tiny_config());
+  StateDict both;
+  for (const auto& [name, t] : source->state_dict()) both.insert(name, t.clone());
+  both.insert("lm_head.weight", add(both.at("lm_head.weight"), scalar_tensor(1.0)));
+  auto model = std::make_shared<GPT>(tiny_config());
+  try {
+    model->load_state_dict(both);
+    FAIL("differing tied copies loaded");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("transformer.wte.weight and lm_head.weight") != std::string::npos);
+    CHECK(msg.find("differ") != std::string::npos);
+  }
+  both.erase("lm_head.weight");
+  both.erase("transformer.wte.weight");
+  CHECK_THROWS_WITH_AS(model->load_state_dict(both),
+                       doctest::Contains("missing keys: transformer.wte.weight, lm_head.weight"),
+                       Error);
+}

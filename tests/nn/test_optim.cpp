@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "nn_test_util.h"
 
@@ -124,4 +125,55 @@ TEST_CASE("warmup + cosine schedule values") {
   CHECK(s(35) == doctest::Approx(0.1 + 0.45 * (1 + std::cos(M_PI / 4))));
   CHECK(s(110) == doctest::Approx(0.1));
   CHECK(s(1000) == doctest::Approx(0.1));
+}
+
+namespace {
+std::set<std::string> names_in(const rg::nn::Module& m, const rg::optim::ParamGroup& g) {
+  std::set<std::string> out;
+  for (const Tensor& p : g.params)
+    for (const auto& [name, q] : m.named_parameters())
+      if (q.impl() == p.impl()) out.insert(name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("decay_groups: nanoGPT's split by default, embeddings and the rest switchable") {
+  rg::nn::GPTConfig c;
+  c.vocab_size = 7;
+  c.block_size = 4;
+  c.n_layer = 1;
+  c.n_head = 1;
+  c.n_embd = 4;
+  auto gpt = std::make_shared<rg::nn::GPT>(c);
+  using rg::optim::parse_no_decay;
+  auto g = rg::optim::decay_groups(*gpt, parse_no_decay("biases,norms"));
+  REQUIRE(g.size() == 2);
+  CHECK(!g[0].weight_decay.has_value());
+  CHECK(g[1].weight_decay == 0.0);
+  // nanoGPT: every tensor of >= 2 dimensions decays (embeddings too), no 1-D tensor does.
+  for (const Tensor& p : g[0].params) CHECK(p.dim() >= 2);
+  for (const Tensor& p : g[1].params) CHECK(p.dim() == 1);
+  CHECK(g[0].params.size() + g[1].params.size() == gpt->parameters().size());
+  CHECK(names_in(*gpt, g[0]).count("transformer.wte.weight") == 1);
+  CHECK(names_in(*gpt, g[1]).count("transformer.h.0.ln_1.weight") == 1);
+
+  auto e = rg::optim::decay_groups(*gpt, parse_no_decay("embeddings,biases,norms"));
+  CHECK(names_in(*gpt, e[1]) ==
+        std::set<std::string>{
+            "transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.ln_1.weight",
+            "transformer.h.0.ln_1.bias", "transformer.h.0.attn.c_attn.bias",
+            "transformer.h.0.attn.c_proj.bias", "transformer.h.0.ln_2.weight",
+            "transformer.h.0.ln_2.bias", "transformer.h.0.mlp.c_fc.bias",
+            "transformer.h.0.mlp.c_proj.bias", "transformer.ln_f.weight", "transformer.ln_f.bias"});
+  auto n = rg::optim::decay_groups(*gpt, parse_no_decay("norms"));  // biases of Linear decay
+  CHECK(names_in(*gpt, n[0]).count("transformer.h.0.attn.c_attn.bias") == 1);
+  CHECK(names_in(*gpt, n[1]).count("transformer.ln_f.bias") == 1);
+  auto all = rg::optim::decay_groups(*gpt, parse_no_decay("none"));  // PyTorch: decay all
+  CHECK(all[1].params.empty());
+  CHECK(all[0].params.size() == gpt->parameters().size());
+
+  CHECK(rg::optim::to_string(parse_no_decay("norms,biases")) == "biases,norms");
+  CHECK(rg::optim::to_string(parse_no_decay("none")) == "none");
+  CHECK_THROWS_WITH_AS(parse_no_decay("biases,weights"),
+                       doctest::Contains("unknown kind 'weights'"), rg::Error);
 }

@@ -2,6 +2,9 @@
 // bf16 operands are widened to f32 (like cuBLAS's f32 accumulation); TF32 is ignored.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"  // inside Eigen 3.4's AVX bf16 code
+// GCC 12 flags its own AVX-512 intrinsics (`__m512 __Y = __Y;`) as maybe-uninitialized
+// when Eigen's GEMM packing inlines them on -march=native AVX-512 machines (a GCC bug).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 

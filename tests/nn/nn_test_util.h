@@ -18,6 +18,18 @@ inline double rel_err(const Tensor& a, const Tensor& b) {
 }
 
 // Integer tokens in [0, vocab) of shape `shape`, from a fixed seed.
+// The small GPT the nn tests share: 2 layers, 2 heads, width 16, context 8.
+inline nn::GPTConfig small_gpt_config(int64_t vocab, uint64_t seed) {
+  nn::GPTConfig c;
+  c.vocab_size = vocab;
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.seed = seed;
+  return c;
+}
+
 inline Tensor random_tokens(const Shape& shape, int64_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int64_t> v(numel_of(shape));

@@ -75,16 +75,7 @@ Case mlp_case(DType dtype) {
   return {mlp, [mlp](const Tensor& in) { return mlp->forward(in); }, x, y};
 }
 
-GPTConfig small_gpt() {
-  GPTConfig c;
-  c.vocab_size = 13;
-  c.block_size = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.seed = 99;
-  return c;
-}
+GPTConfig small_gpt() { return rg::nn_test::small_gpt_config(13, 99); }
 
 Case gpt_case(DType dtype, uint32_t data_seed = 4) {
   auto gpt = std::make_shared<GPT>(small_gpt());

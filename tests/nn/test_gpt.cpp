@@ -9,16 +9,7 @@ using namespace rg;
 using namespace rg::nn;
 
 namespace {
-GPTConfig tiny_config() {
-  GPTConfig c;
-  c.vocab_size = 11;
-  c.block_size = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.seed = 5;
-  return c;
-}
+GPTConfig tiny_config() { return rg::nn_test::small_gpt_config(11, 5); }
 }  // namespace
 
 TEST_CASE("GPT parameter names and shapes follow nanoGPT") {

@@ -10,16 +10,7 @@ using namespace rg;
 using namespace rg::nn;
 
 namespace {
-GPTConfig small_config() {
-  GPTConfig c;
-  c.vocab_size = 13;
-  c.block_size = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.seed = 7;
-  return c;
-}
+GPTConfig small_config() { return rg::nn_test::small_gpt_config(13, 7); }
 
 // `model`'s weights in HuggingFace's GPT-2 layout: names without "transformer." (or with it,
 // `prefixed`), Conv1D weights stored [in, out], the attention mask buffers HF writes, and

@@ -6,11 +6,12 @@
 //
 //   bench/allreduce [--backend threads|tcp|nccl|all] [--nproc N] [--min-bytes 4K]
 //                   [--max-bytes 64M] [--factor 4] [--dtype f32|f64|bf16]
-// tcp ranks are forked processes joined through a store hosted by this process; nccl needs
+// tcp ranks are forked processes joined through a store hosted by rank 0; nccl needs
 // one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -141,16 +142,31 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
   }
 }
 
+// The ranks are forked first and rank 0 hosts the store (as in a real job): forking while
+// this process ran store threads could leave a child holding a lock forever. Rank 0 tells the
+// others its port through a pipe each.
 void run_tcp(const Config& c) {
-  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true);
-  const int port = server->port();
+  std::vector<std::array<int, 2>> port_pipes(c.nproc);
+  for (auto& p : port_pipes)
+    if (pipe(p.data()) != 0) throw Error("bench/allreduce: pipe failed");
   std::vector<pid_t> pids;
   for (int rank = 0; rank < c.nproc; ++rank) {
     pid_t pid = fork();
     if (pid == 0) {
+      for (auto& p : port_pipes) close(p[rank == 0 ? 0 : 1]);  // EOF if rank 0 dies first
       int code = 0;
       try {
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false);
+        std::shared_ptr<TcpStore> store;
+        int port = 0;
+        if (rank == 0) {
+          store = std::make_shared<TcpStore>("127.0.0.1", 0, true);
+          port = store->port();
+          for (int q = 1; q < c.nproc; ++q) (void)!write(port_pipes[q][1], &port, sizeof(port));
+        } else {
+          RG_CHECK(read(port_pipes[rank][0], &port, sizeof(port)) == sizeof(port), "rank ", rank,
+                   ": rank 0 did not start the store");
+          store = std::make_shared<TcpStore>("127.0.0.1", port, false);
+        }
         auto pg = make_tcp_group(store, rank, c.nproc);
         run_rank(*pg, c, "tcp (shared memory within the host)");
       } catch (const std::exception& e) {
@@ -162,6 +178,7 @@ void run_tcp(const Config& c) {
     }
     pids.push_back(pid);
   }
+  for (auto& p : port_pipes) close(p[0]), close(p[1]);
   for (pid_t pid : pids) waitpid(pid, nullptr, 0);
 }
 

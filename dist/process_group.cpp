@@ -2,6 +2,8 @@
 // runs the collectives one after another in issue order.
 #include "dist/process_group.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 
 #include "dist/broadcast.h"
@@ -90,7 +92,10 @@ ProcessGroup::ProcessGroup(int rank, int size, Options options)
            " is outside a world of size ", size);
   RG_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive");
   RG_CHECK(options.chunk_bytes >= 64, "ProcessGroup: chunk_bytes must be at least 64");
-  comm_thread_ = std::thread([this] { comm_loop(); });
+  comm_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "rg-comm");  // named for gdb, top and the tests
+    comm_loop();
+  });
 }
 
 ProcessGroup::~ProcessGroup() { shutdown(); }

@@ -7,6 +7,7 @@
 // connections are reaped by the accept thread; at most kMaxConnections are served at once.
 #include "dist/store_server.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,7 +111,10 @@ StoreServer::StoreServer(const std::string& host, int port, std::string job_toke
   state_->token = std::move(job_token);
   state_->listen_fd = net::listen_tcp(host, port, 1024, "store server");
   state_->port = net::local_port(state_->listen_fd);
-  state_->accept_thread = std::thread([s = state_.get()] { s->accept_loop(); });
+  state_->accept_thread = std::thread([s = state_.get()] {
+    pthread_setname_np(pthread_self(), "rg-store");  // named for gdb, top and the tests
+    s->accept_loop();
+  });
 }
 
 StoreServer::~StoreServer() {
@@ -146,7 +150,10 @@ void StoreServer::State::accept_loop() {
     Connection& c = connections.emplace_back();
     c.fd = fd;
     c.peer = net::peer_address(fd);
-    c.thread = std::thread([this, &c] { serve(c); });
+    c.thread = std::thread([this, &c] {
+      pthread_setname_np(pthread_self(), "rg-store-conn");
+      serve(c);
+    });
   }
 }
 

@@ -24,8 +24,8 @@ uint64_t hash_params(const std::vector<Tensor>& params) {
 }
 
 void run_tcp_case(const Setup& s) {
-  auto server = std::make_shared<dist::TcpStore>("127.0.0.1", 0, true, dist::Milliseconds(20'000));
-  const int port = server->port();
+  dist::test::StoreProcess server(dist::Milliseconds(20'000));
+  const int port = server.port();
   auto results = dist::test::run_processes(
       s.world,
       [&](int rank) {
@@ -38,7 +38,8 @@ void run_tcp_case(const Setup& s) {
         std::vector<Tensor> reference = train_single_process(s);
         double diff = max_relative_difference(mine.params, reference);
         double tolerance = s.dtype == DType::f64 ? 1e-10 : 1e-5;
-        RG_CHECK(diff <= tolerance, "rank ", rank, ": DDP differs from single-process training by ", diff);
+        RG_CHECK(diff <= tolerance, "rank ", rank, ": DDP differs from single-process training by ",
+                 diff);
         RG_CHECK(mine.allreduces_per_step == mine.buckets_per_step, "rank ", rank,
                  ": all-reduces per step differ from the bucket counts");
         RG_CHECK(mine.allreduces_inside_no_sync == 0, "rank ", rank, ": all-reduce inside no_sync");

@@ -2,7 +2,14 @@
 // status 1 with its message sent back through a pipe. The parent kills every child still
 // running after `limit`, so a hung test fails instead of hanging, or as soon as every rank
 // of `must_finish` (when given) has ended: for tests that leave a rank stopped or hung.
+//
+// fork() copies only the calling thread. A lock that another thread holds at that moment
+// (the allocator's, under AddressSanitizer) stays locked forever in the child, which then
+// hangs on its first malloc. So ranks are forked only while no ringgrad thread (they are
+// named "rg-…") runs in this process, and a test's store server runs in a process of its
+// own (StoreProcess) rather than as threads of the test.
 #pragma once
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,12 +18,36 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "dist/store.h"
+
 namespace rg::dist::test {
+
+// Throws if a ringgrad thread (store server, communication thread: named "rg-…") runs in
+// this process, since forking now could leave the child with a lock it can never take.
+inline void check_safe_to_fork(const char* who) {
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return;
+  std::string found;
+  while (dirent* e = readdir(tasks)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("rg-", 0) == 0) found += (found.empty() ? "" : ", ") + name;
+  }
+  closedir(tasks);
+  if (!found.empty())
+    throw std::runtime_error(std::string(who) + ": this process runs ringgrad threads (" + found +
+                             "); forking now can hang the child on a lock one of them holds. "
+                             "Host the store with StoreProcess and destroy groups before forking.");
+}
 
 struct ChildResult {
   int status = -1;      // exit code, or -1 if killed
@@ -28,6 +59,7 @@ struct ChildResult {
 inline std::vector<ChildResult> run_processes(int n, const std::function<void(int)>& fn,
                                               std::chrono::milliseconds limit,
                                               const std::vector<int>& must_finish = {}) {
+  check_safe_to_fork("run_processes");
   std::vector<pid_t> pids(n);
   std::vector<int> pipes(n);
   for (int r = 0; r < n; ++r) {
@@ -96,5 +128,56 @@ inline std::vector<ChildResult> run_processes(int n, const std::function<void(in
   for (int fd : pipes) close(fd);
   return results;
 }
+
+// A TcpStore server in a forked process of its own, so that the test process has no server
+// threads when it forks the ranks. Killed (and reaped) on destruction.
+class StoreProcess {
+ public:
+  explicit StoreProcess(Milliseconds timeout = Milliseconds(10'000),
+                        std::string job_token = job_token_from_env()) {
+    check_safe_to_fork("StoreProcess");
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("StoreProcess: pipe failed");
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("StoreProcess: fork failed");
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(fds[0]);
+      int port = -1;
+      try {
+        TcpStore server("127.0.0.1", 0, true, timeout, job_token);
+        port = server.port();
+        (void)!write(fds[1], &port, sizeof(port));
+        for (;;) pause();  // serves from its threads until killed
+      } catch (...) {
+        (void)!write(fds[1], &port, sizeof(port));
+      }
+      _exit(1);
+    }
+    close(fds[1]);
+    if (read(fds[0], &port_, sizeof(port_)) != static_cast<ssize_t>(sizeof(port_))) port_ = -1;
+    close(fds[0]);
+    if (port_ <= 0) {
+      stop();
+      throw std::runtime_error("StoreProcess: the store server did not start");
+    }
+  }
+  StoreProcess(const StoreProcess&) = delete;
+  StoreProcess& operator=(const StoreProcess&) = delete;
+  ~StoreProcess() { stop(); }
+
+  int port() const { return port_; }
+
+ private:
+  void stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  pid_t pid_ = -1;
+  int port_ = -1;
+};
 
 }  // namespace rg::dist::test

@@ -22,8 +22,8 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
                                  Options options = {}, bool shared_memory = true,
                                  std::chrono::seconds limit = std::chrono::seconds(120),
                                  const std::function<bool(int)>& joins = nullptr) {
-  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true, Milliseconds(10'000));
-  const int port = server->port();
+  StoreProcess server;
+  const int port = server.port();
   std::vector<int> joiners;  // once they are done, the ranks that stayed away are stopped
   for (int r = 0; joins && r < n; ++r)
     if (joins(r)) joiners.push_back(r);
@@ -290,8 +290,8 @@ TEST_CASE("a bad RG_DIST_SHM_BYTES fails every rank at once, naming the variable
 TEST_CASE("ranks that mix shared memory and sockets agree on each pair's transport") {
   // Rank 2 turns shared memory off, so it shares nothing, while ranks 0 and 1 share with each
   // other and offer to rank 2: every pair must still settle (rank 2's pairs on sockets).
-  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true, Milliseconds(10'000));
-  const int port = server->port();
+  StoreProcess server;
+  const int port = server.port();
   Options options;
   options.timeout = Milliseconds(60'000);
   auto results = run_processes(

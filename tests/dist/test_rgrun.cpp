@@ -22,15 +22,15 @@ struct Run {
 Run run_command(std::vector<std::string> args, std::chrono::seconds limit) {
   int fds[2];
   REQUIRE(pipe(fds) == 0);
+  std::vector<char*> argv;  // built before the fork: the child only calls async-signal-safe code
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -8,23 +8,49 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/engine.h"
+
+#include <atomic>
+#include <mutex>
+
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
 #include "autograd/meta.h"
-#include "ops/ops.h"
 
 namespace rg {
 
 namespace {
 
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+GradArithmetic g_arithmetic;               // set once by the ops layer, then only read
+std::atomic<bool> g_arithmetic_set{false};
 thread_local BackwardObserver t_observer;
 
 struct ByLatestFirst {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
+}  // namespace
+
+void set_grad_arithmetic(const GradArithmetic& arithmetic) {
+  RG_CHECK(arithmetic.add && arithmetic.add_into && arithmetic.clone && arithmetic.convert,
+           "set_grad_arithmetic: every operation must be set");
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    g_arithmetic = arithmetic;
+    g_arithmetic_set.store(true, std::memory_order_release);
+  });
+}
+
+const GradArithmetic& grad_arithmetic() {
+  RG_CHECK(g_arithmetic_set.load(std::memory_order_acquire),
+           "autograd: the ops layer has not registered the gradient arithmetic (start "
+           "backward with Tensor::backward, which does)");
+  return g_arithmetic;
+}
+
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+  const GradArithmetic& math = grad_arithmetic();
   std::shared_ptr<Node> root_node = gradient_edge(root);
   RG_CHECK(root_node != nullptr,
            "backward: the tensor does not require grad and has no grad_fn (did you call "
@@ -72,7 +98,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
     }
     if (auto retained = node->retained.lock()) {
       AutogradMeta& meta = autograd_meta(Tensor(retained));
-      meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.clone();
+      meta.grad = meta.grad.defined() ? math.add(meta.grad, grad) : math.clone(grad);
     }
     auto started = std::chrono::steady_clock::now();
     std::vector<Tensor> input_grads = node->apply(grad);
@@ -82,7 +108,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       if (!next) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         Tensor& slot = pending[next];
-        slot = slot.defined() ? add(slot, input_grads[i]) : input_grads[i];
+        slot = slot.defined() ? math.add(slot, input_grads[i]) : input_grads[i];
       }
       if (--dependencies[next] == 0) {
         if (pending.count(next)) {
@@ -108,8 +134,6 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
 }
 
-}  // namespace
-
 void queue_callback(std::function<void()> callback) {
   RG_CHECK(t_callbacks != nullptr, "queue_callback: no backward is running in this thread");
   t_callbacks->push_back(std::move(callback));
@@ -118,18 +142,5 @@ void queue_callback(std::function<void()> callback) {
 bool in_backward() { return t_callbacks != nullptr; }
 
 void set_backward_observer(BackwardObserver observer) { t_observer = std::move(observer); }
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  Tensor grad = gradient;
-  if (!grad.defined()) {
-    RG_CHECK(numel() == 1, "backward: grad can be implicitly created only for scalar outputs; "
-             "this tensor has shape ", shape_str(shape()), " (pass a gradient of that shape)");
-    grad = ones(shape(), dtype(), device());
-  } else {
-    RG_CHECK(grad.shape() == shape(), "backward: gradient of shape ", shape_str(grad.shape()),
-             " does not match the tensor's shape ", shape_str(shape()));
-  }
-  run_backward(*this, grad, retain_graph);
-}
 
 }  // namespace rg

@@ -11,6 +11,7 @@
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
+#include "kernels/builtin.h"
 #include "kernels/cuda/stream.h"
 #if RG_WITH_CUDA
 #include <cublas_v2.h>

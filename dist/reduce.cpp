@@ -7,6 +7,7 @@
 
 #include "core/device_interface.h"
 #include "core/op_table.h"
+#include "kernels/builtin.h"
 
 namespace rg::dist {
 

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 
 namespace rg::dist {

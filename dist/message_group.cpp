@@ -63,7 +63,7 @@ WireHeader header_of(const Envelope& env, size_t nbytes) {
 
 Envelope envelope_of(const WireHeader& h) {
   return Envelope{static_cast<Collective>(h.kind),
-                  static_cast<ReduceOp>(h.op),
+                  static_cast<CombineOp>(h.op),
                   static_cast<DType>(h.dtype),
                   h.tag,
                   h.root,

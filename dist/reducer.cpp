@@ -15,7 +15,7 @@ namespace rg::dist {
 using SteadyClock = std::chrono::steady_clock;
 
 std::shared_ptr<Work> allreduce_hook(ProcessGroup& group, const Tensor& bucket) {
-  return group.allreduce(bucket, ReduceOp::sum);
+  return group.allreduce(bucket, CombineOp::sum);
 }
 
 namespace {
@@ -40,7 +40,7 @@ class ThenWork : public Work {
 
 std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& bucket) {
   Tensor compressed = bucket.to(DType::bf16);
-  auto work = group.allreduce(compressed, ReduceOp::sum);
+  auto work = group.allreduce(compressed, CombineOp::sum);
   return std::make_shared<ThenWork>(work, [bucket, compressed]() mutable {
     NoGradGuard no_grad;
     bucket.copy_(compressed);

@@ -5,6 +5,6 @@
 #include "core/device_interface.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "nn/nn.h"
 #include "ops/gradcheck.h"
 #include "ops/ops.h"
-#include "nn/nn.h"

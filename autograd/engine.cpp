@@ -3,15 +3,14 @@
 // first (reverse of the forward order), summing gradients that arrive at the same node.
 // Gradients thus become ready in (roughly) reverse registration order of the parameters,
 // which is the order the data-parallel reducer's buckets are built for.
-#include <functional>
-#include <queue>
-#include <unordered_map>
-#include <unordered_set>
-
 #include "autograd/engine.h"
 
 #include <atomic>
+#include <functional>
 #include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
@@ -22,7 +21,7 @@ namespace rg {
 namespace {
 
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
-GradArithmetic g_arithmetic;               // set once by the ops layer, then only read
+GradArithmetic g_arithmetic;  // set once by the ops layer, then only read
 std::atomic<bool> g_arithmetic_set{false};
 thread_local BackwardObserver t_observer;
 

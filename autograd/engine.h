@@ -9,10 +9,10 @@ namespace rg {
 
 // What autograd needs to sum and accumulate gradients. Each runs without recording a node.
 struct GradArithmetic {
-  Tensor (*add)(const Tensor& a, const Tensor& b) = nullptr;   // a + b, a new tensor
+  Tensor (*add)(const Tensor& a, const Tensor& b) = nullptr;       // a + b, a new tensor
   void (*add_into)(const Tensor& acc, const Tensor& g) = nullptr;  // acc += g in place
-  Tensor (*clone)(const Tensor& t) = nullptr;                  // a fresh contiguous copy
-  Tensor (*convert)(const Tensor& t, DType dtype) = nullptr;   // t.to(dtype)
+  Tensor (*clone)(const Tensor& t) = nullptr;                      // a fresh contiguous copy
+  Tensor (*convert)(const Tensor& t, DType dtype) = nullptr;       // t.to(dtype)
 };
 void set_grad_arithmetic(const GradArithmetic& arithmetic);
 // Throws rg::Error when the ops layer has not registered it (no backward was started).

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "dist/buffer_math.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
-#include "dist/buffer_math.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"

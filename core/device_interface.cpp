@@ -69,10 +69,11 @@ const DeviceInterface& device_interface(DeviceType type) {
   load_backends();
   const auto& d = registry()[static_cast<int>(type)];
   if (d.allocate == nullptr) {
-    RG_CHECK(type != DeviceType::cuda || g_backend_loader.load() == nullptr,
-             "device ", Device(type).str(),
+    RG_CHECK(type != DeviceType::cuda || g_backend_loader.load() == nullptr, "device ",
+             Device(type).str(),
              ": this ringgrad was built without the cuda backend (configure with -Dcuda=enabled)");
-    RG_FAIL("device ", Device(type).str(), ": no backend registered for it (the kernels layer "
+    RG_FAIL("device ", Device(type).str(),
+            ": no backend registered for it (the kernels layer "
             "registers sim and cuda; a program linked with core alone has only cpu)");
   }
   RG_CHECK(!d.device_count || d.device_count() > 0, "device ", Device(type).str(),

@@ -66,8 +66,10 @@ std::string repr(const Tensor& t, int64_t edge_items) {
   if (t.dtype() != DType::f32) os << ", dtype=" << dtype_name(t.dtype());
   if (!t.device().is_cpu()) os << ", device=" << t.device().str();
   if (const AutogradMetaInterface* meta = t.impl()->autograd.get()) {
-    if (const char* fn = meta->grad_fn_name()) os << ", grad_fn=<" << fn << ">";
-    else if (meta->requires_grad_flag()) os << ", requires_grad=True";
+    if (const char* fn = meta->grad_fn_name())
+      os << ", grad_fn=<" << fn << ">";
+    else if (meta->requires_grad_flag())
+      os << ", requires_grad=True";
   }
   os << ")";
   return os.str();

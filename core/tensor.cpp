@@ -45,7 +45,8 @@ std::vector<std::byte> host_span(const Tensor& t) {
   if (t.device().is_cpu())
     std::memcpy(bytes.data(), t.data_ptr(), bytes.size());
   else
-    device_interface(t.device().type).copy(bytes.data(), kCPU, t.data_ptr(), t.device(), bytes.size());
+    device_interface(t.device().type)
+        .copy(bytes.data(), kCPU, t.data_ptr(), t.device(), bytes.size());
   return bytes;
 }
 

@@ -39,7 +39,8 @@ std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& buck
   Tensor compressed = empty(bucket.shape(), DType::bf16, bucket.device());
   copy_buffer(compressed, bucket);
   auto work = group.allreduce(compressed, CombineOp::sum);
-  return std::make_shared<ThenWork>(work, [bucket, compressed] { copy_buffer(bucket, compressed); });
+  return std::make_shared<ThenWork>(work,
+                                    [bucket, compressed] { copy_buffer(bucket, compressed); });
 }
 
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members,

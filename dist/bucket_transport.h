@@ -84,7 +84,7 @@ class BucketTransport {
     std::vector<size_t> members;   // indices into the members given to assign()
     std::vector<int64_t> offsets;  // element offset of each member in buffer
     std::vector<int64_t> numels;
-    size_t pending = 0;            // members still to arrive this round
+    size_t pending = 0;  // members still to arrive this round
     std::shared_ptr<Work> work;
     Clock::time_point launched_at;
     Clock::time_point done_at;  // first time seen completed

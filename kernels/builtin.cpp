@@ -61,7 +61,8 @@ KernelTable& kernel_table(DeviceType type) {
 
 namespace {
 // Core's device lookups run the loader; installed when this object is linked (see builtin.h).
-[[maybe_unused]] const bool g_loader_installed = (set_backend_loader(&register_builtin_backends), true);
+[[maybe_unused]] const bool g_loader_installed =
+    (set_backend_loader(&register_builtin_backends), true);
 }  // namespace
 
 }  // namespace rg

@@ -24,7 +24,7 @@ KernelTable& kernel_table(DeviceType type);
 }  // namespace rg
 
 // The kernel `name` to call for a tensor on `device`; throws naming it if the device lacks it.
-#define RG_KERNEL(device, name)                                                          \
-  (::rg::kernel_table((device).type).name                                                \
-       ? ::rg::kernel_table((device).type).name                                          \
+#define RG_KERNEL(device, name)                 \
+  (::rg::kernel_table((device).type).name       \
+       ? ::rg::kernel_table((device).type).name \
        : (RG_FAIL(#name ": no kernel for device ", (device).str()), nullptr))

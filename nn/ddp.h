@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
-#include "nn/reducer.h"
 #include "nn/module.h"
+#include "nn/reducer.h"
 
 namespace rg::nn {
 

@@ -28,8 +28,10 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   register_grad_arithmetic();
   Tensor grad = gradient;
   if (!grad.defined()) {
-    RG_CHECK(numel() == 1, "backward: grad can be implicitly created only for scalar outputs; "
-             "this tensor has shape ", shape_str(shape()), " (pass a gradient of that shape)");
+    RG_CHECK(numel() == 1,
+             "backward: grad can be implicitly created only for scalar outputs; "
+             "this tensor has shape ",
+             shape_str(shape()), " (pass a gradient of that shape)");
     grad = ones(shape(), dtype(), device());
   } else {
     RG_CHECK(grad.shape() == shape(), "backward: gradient of shape ", shape_str(grad.shape()),

@@ -17,8 +17,7 @@ auto logits_of(RunState& s) {
 
 double held_out_accuracy(RunState& s, int64_t n) {
   s.model->eval();
-  const double acc =
-      rg::nn::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
+  const double acc = rg::nn::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
   s.model->train();
   return acc;
 }

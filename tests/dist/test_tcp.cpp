@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/hash.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "tests/dist/dist_test_util.h"
@@ -45,8 +46,8 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
 // Every rank checks its result against the reference, then all ranks compare a hash of
 // their result bytes through the group itself.
 void check_identical(ProcessGroup& pg, const Tensor& t, const std::string& what) {
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : bytes_of(t)) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const std::vector<char> bytes = bytes_of(t);
+  const uint64_t hash = fnv1a(bytes.data(), bytes.size());
   Tensor mine = empty({1}, DType::i64);
   *mine.data<int64_t>() = static_cast<int64_t>(hash);
   Tensor all = empty({pg.size()}, DType::i64);

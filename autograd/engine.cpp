@@ -29,6 +29,52 @@ struct ByLatestFirst {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
+using ReadyQueue = std::priority_queue<Node*, std::vector<Node*>, ByLatestFirst>;
+
+struct ReachableGraph {
+  std::unordered_map<Node*, int> dependencies;  // edges leading into each node
+  std::vector<std::shared_ptr<Node>> nodes;     // keeps every node alive during backward
+};
+
+ReachableGraph reachable_from(const std::shared_ptr<Node>& root) {
+  ReachableGraph graph;
+  graph.nodes.push_back(root);
+  std::vector<Node*> stack{root.get()};
+  std::unordered_set<Node*> seen{root.get()};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (auto& next : node->next) {
+      if (!next) continue;
+      graph.dependencies[next.get()]++;
+      if (seen.insert(next.get()).second) {
+        stack.push_back(next.get());
+        graph.nodes.push_back(next);
+      }
+    }
+  }
+  return graph;
+}
+
+// `from` got no gradient: its edges are consumed without running it, and so are those of
+// every node below it that ends up with no gradient either; nodes that did get one become
+// ready.
+void skip_subgraph(Node* from, std::unordered_map<Node*, int>& dependencies,
+                   const std::unordered_map<Node*, Tensor>& pending, ReadyQueue& ready) {
+  std::vector<Node*> skip{from};
+  while (!skip.empty()) {
+    Node* s = skip.back();
+    skip.pop_back();
+    for (auto& n : s->next)
+      if (n && --dependencies[n.get()] == 0) {
+        if (pending.count(n.get()))
+          ready.push(n.get());
+        else
+          skip.push_back(n.get());
+      }
+  }
+}
+
 }  // namespace
 
 void set_grad_arithmetic(const GradArithmetic& arithmetic) {
@@ -55,23 +101,8 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
            "backward: the tensor does not require grad and has no grad_fn (did you call "
            "requires_grad_() on the inputs, or run the forward under NoGradGuard?)");
 
-  // Dependency counts over the reachable graph.
-  std::unordered_map<Node*, int> dependencies;
-  std::vector<Node*> stack{root_node.get()};
-  std::unordered_set<Node*> seen{root_node.get()};
-  std::vector<std::shared_ptr<Node>> keep_alive{root_node};
-  while (!stack.empty()) {
-    Node* node = stack.back();
-    stack.pop_back();
-    for (auto& next : node->next) {
-      if (!next) continue;
-      dependencies[next.get()]++;
-      if (seen.insert(next.get()).second) {
-        stack.push_back(next.get());
-        keep_alive.push_back(next);
-      }
-    }
-  }
+  ReachableGraph graph = reachable_from(root_node);
+  std::unordered_map<Node*, int>& dependencies = graph.dependencies;
 
   std::vector<std::function<void()>> callbacks;
   auto* previous_callbacks = t_callbacks;
@@ -84,7 +115,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   NoGradGuard no_grad;
   std::unordered_map<Node*, Tensor> pending;
   pending[root_node.get()] = root_grad;
-  std::priority_queue<Node*, std::vector<Node*>, ByLatestFirst> ready;
+  ReadyQueue ready;
   ready.push(root_node.get());
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -113,22 +144,13 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
         if (pending.count(next)) {
           ready.push(next);
         } else {  // no gradient reached it: its subgraph gets nothing either
-          std::vector<Node*> skip{next};
-          while (!skip.empty()) {
-            Node* s = skip.back();
-            skip.pop_back();
-            for (auto& n : s->next)
-              if (n && --dependencies[n.get()] == 0) {
-                if (pending.count(n.get())) ready.push(n.get());
-                else skip.push_back(n.get());
-              }
-          }
+          skip_subgraph(next, dependencies, pending, ready);
         }
       }
     }
   }
   if (!retain_graph) {
-    for (auto& node : keep_alive) node->release();
+    for (auto& node : graph.nodes) node->release();
   }
   for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
 }

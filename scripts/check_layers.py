@@ -5,8 +5,8 @@ The graph is read from one place, the `include-layers` block of docs/architectur
 each line `layer: lower layers it may include`. A file in folder F (the first path
 component) may include headers of F itself and of the layers F lists; anything else is an
 arrow that points up (the included layer depends on F) or sideways (neither depends on the
-other). Folders outside the block (tests/, bench/, examples/, apps/ when listed as `top`)
-sit above every layer and may include anything.
+other). tests/, bench/ and examples/ sit above every layer: they may include anything, and
+a layer that includes them points up. Other folders are not checked.
 
 usage: check_layers.py [SOURCE_ROOT]     exit 0: clean; 1: violations (one line each);
                                           2: the layer block is missing or malformed
@@ -20,6 +20,7 @@ BEGIN = "<!-- include-layers:begin -->"
 END = "<!-- include-layers:end -->"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".in")
+TOP = ("tests", "bench", "examples")  # above every layer: including them points up
 
 
 def read_layers(root):
@@ -81,9 +82,12 @@ def violations(root, layers):
                         if not m or "/" not in m.group(1):
                             continue
                         target = m.group(1).split("/", 1)[0]
-                        if target == layer or target not in layers or target in layers[layer]:
+                        if target in TOP:
+                            direction = "up"
+                        elif target == layer or target not in layers or target in layers[layer]:
                             continue
-                        direction = "up" if layer in below(layers, target) else "sideways"
+                        else:
+                            direction = "up" if layer in below(layers, target) else "sideways"
                         where = f"{os.path.relpath(path, root)}:{number}"
                         found.append((where, layer, target, direction, m.group(1)))
     return found

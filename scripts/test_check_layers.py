@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of check_layers.py on small trees written to a temporary folder: a clean tree
-passes, and a planted include that points up, one that points sideways, and a malformed
-layer block each fail with the file:line and the two layers named.
+passes, and a planted include that points up, one that points sideways, one into tests/,
+and a malformed layer block each fail with the file:line and the two layers named.
 
 usage: test_check_layers.py     (exit 0 when every case behaves)
 """
@@ -70,6 +70,12 @@ code, out = run(sideways)
 expect("a sideways include fails", code == 1 and
        "autograd/engine.cpp:1: autograd -> kernels points sideways" in out, out)
 
+into_tests = dict(CLEAN)
+into_tests["ops/helpers.h"] = '#include "tests/helpers.h"\n'
+code, out = run(into_tests)
+expect("a layer including tests/ points up", code == 1 and
+       "ops/helpers.h:1: ops -> tests points up" in out, out)
+
 code, out = run(CLEAN, doc="# no block here\n")
 expect("a missing layer block is an error", code == 2 and "include-layers:begin" in out, out)
 
@@ -79,5 +85,5 @@ expect("an unknown layer in the block is an error", code == 2 and "nowhere" in o
 
 for f in failures:
     print("FAIL", f)
-print(f"test_check_layers: {5 - len(failures)} of 5 cases pass")
+print(f"test_check_layers: {6 - len(failures)} of 6 cases pass")
 sys.exit(1 if failures else 0)

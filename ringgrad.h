@@ -1,10 +1,10 @@
 // Umbrella header: everything a user of ringgrad needs.
 #pragma once
 #include "autograd/grad_mode.h"
-#include "autograd/gradcheck.h"
 #include "autograd/hooks.h"
 #include "core/device_interface.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
-#include "ops/ops.h"
 #include "nn/nn.h"
+#include "ops/gradcheck.h"
+#include "ops/ops.h"

@@ -3,7 +3,11 @@
 // first (reverse of the forward order), summing gradients that arrive at the same node.
 // Gradients thus become ready in (roughly) reverse registration order of the parameters,
 // which is the order the data-parallel reducer's buckets are built for.
+#include "autograd/engine.h"
+
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -11,42 +15,94 @@
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
 #include "autograd/meta.h"
-#include "ops/ops.h"
 
 namespace rg {
 
 namespace {
 
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+GradArithmetic g_arithmetic;  // set once by the ops layer, then only read
+std::atomic<bool> g_arithmetic_set{false};
 thread_local BackwardObserver t_observer;
 
 struct ByLatestFirst {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
-void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
-  std::shared_ptr<Node> root_node = gradient_edge(root);
-  RG_CHECK(root_node != nullptr,
-           "backward: the tensor does not require grad and has no grad_fn (did you call "
-           "requires_grad_() on the inputs, or run the forward under NoGradGuard?)");
+using ReadyQueue = std::priority_queue<Node*, std::vector<Node*>, ByLatestFirst>;
 
-  // Dependency counts over the reachable graph.
-  std::unordered_map<Node*, int> dependencies;
-  std::vector<Node*> stack{root_node.get()};
-  std::unordered_set<Node*> seen{root_node.get()};
-  std::vector<std::shared_ptr<Node>> keep_alive{root_node};
+struct ReachableGraph {
+  std::unordered_map<Node*, int> dependencies;  // edges leading into each node
+  std::vector<std::shared_ptr<Node>> nodes;     // keeps every node alive during backward
+};
+
+ReachableGraph reachable_from(const std::shared_ptr<Node>& root) {
+  ReachableGraph graph;
+  graph.nodes.push_back(root);
+  std::vector<Node*> stack{root.get()};
+  std::unordered_set<Node*> seen{root.get()};
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
     for (auto& next : node->next) {
       if (!next) continue;
-      dependencies[next.get()]++;
+      graph.dependencies[next.get()]++;
       if (seen.insert(next.get()).second) {
         stack.push_back(next.get());
-        keep_alive.push_back(next);
+        graph.nodes.push_back(next);
       }
     }
   }
+  return graph;
+}
+
+// `from` got no gradient: its edges are consumed without running it, and so are those of
+// every node below it that ends up with no gradient either; nodes that did get one become
+// ready.
+void skip_subgraph(Node* from, std::unordered_map<Node*, int>& dependencies,
+                   const std::unordered_map<Node*, Tensor>& pending, ReadyQueue& ready) {
+  std::vector<Node*> skip{from};
+  while (!skip.empty()) {
+    Node* s = skip.back();
+    skip.pop_back();
+    for (auto& n : s->next)
+      if (n && --dependencies[n.get()] == 0) {
+        if (pending.count(n.get()))
+          ready.push(n.get());
+        else
+          skip.push_back(n.get());
+      }
+  }
+}
+
+}  // namespace
+
+void set_grad_arithmetic(const GradArithmetic& arithmetic) {
+  RG_CHECK(arithmetic.add && arithmetic.add_into && arithmetic.clone && arithmetic.convert,
+           "set_grad_arithmetic: every operation must be set");
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    g_arithmetic = arithmetic;
+    g_arithmetic_set.store(true, std::memory_order_release);
+  });
+}
+
+const GradArithmetic& grad_arithmetic() {
+  RG_CHECK(g_arithmetic_set.load(std::memory_order_acquire),
+           "autograd: the ops layer has not registered the gradient arithmetic (start "
+           "backward with Tensor::backward, which does)");
+  return g_arithmetic;
+}
+
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+  const GradArithmetic& math = grad_arithmetic();
+  std::shared_ptr<Node> root_node = gradient_edge(root);
+  RG_CHECK(root_node != nullptr,
+           "backward: the tensor does not require grad and has no grad_fn (did you call "
+           "requires_grad_() on the inputs, or run the forward under NoGradGuard?)");
+
+  ReachableGraph graph = reachable_from(root_node);
+  std::unordered_map<Node*, int>& dependencies = graph.dependencies;
 
   std::vector<std::function<void()>> callbacks;
   auto* previous_callbacks = t_callbacks;
@@ -59,7 +115,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   NoGradGuard no_grad;
   std::unordered_map<Node*, Tensor> pending;
   pending[root_node.get()] = root_grad;
-  std::priority_queue<Node*, std::vector<Node*>, ByLatestFirst> ready;
+  ReadyQueue ready;
   ready.push(root_node.get());
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -72,7 +128,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
     }
     if (auto retained = node->retained.lock()) {
       AutogradMeta& meta = autograd_meta(Tensor(retained));
-      meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.clone();
+      meta.grad = meta.grad.defined() ? math.add(meta.grad, grad) : math.clone(grad);
     }
     auto started = std::chrono::steady_clock::now();
     std::vector<Tensor> input_grads = node->apply(grad);
@@ -82,33 +138,22 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       if (!next) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         Tensor& slot = pending[next];
-        slot = slot.defined() ? add(slot, input_grads[i]) : input_grads[i];
+        slot = slot.defined() ? math.add(slot, input_grads[i]) : input_grads[i];
       }
       if (--dependencies[next] == 0) {
         if (pending.count(next)) {
           ready.push(next);
         } else {  // no gradient reached it: its subgraph gets nothing either
-          std::vector<Node*> skip{next};
-          while (!skip.empty()) {
-            Node* s = skip.back();
-            skip.pop_back();
-            for (auto& n : s->next)
-              if (n && --dependencies[n.get()] == 0) {
-                if (pending.count(n.get())) ready.push(n.get());
-                else skip.push_back(n.get());
-              }
-          }
+          skip_subgraph(next, dependencies, pending, ready);
         }
       }
     }
   }
   if (!retain_graph) {
-    for (auto& node : keep_alive) node->release();
+    for (auto& node : graph.nodes) node->release();
   }
   for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
 }
-
-}  // namespace
 
 void queue_callback(std::function<void()> callback) {
   RG_CHECK(t_callbacks != nullptr, "queue_callback: no backward is running in this thread");
@@ -118,18 +163,5 @@ void queue_callback(std::function<void()> callback) {
 bool in_backward() { return t_callbacks != nullptr; }
 
 void set_backward_observer(BackwardObserver observer) { t_observer = std::move(observer); }
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  Tensor grad = gradient;
-  if (!grad.defined()) {
-    RG_CHECK(numel() == 1, "backward: grad can be implicitly created only for scalar outputs; "
-             "this tensor has shape ", shape_str(shape()), " (pass a gradient of that shape)");
-    grad = ones(shape(), dtype(), device());
-  } else {
-    RG_CHECK(grad.shape() == shape(), "backward: gradient of shape ", shape_str(grad.shape()),
-             " does not match the tensor's shape ", shape_str(shape()));
-  }
-  run_backward(*this, grad, retain_graph);
-}
 
 }  // namespace rg

@@ -2,9 +2,9 @@
 
 #include <atomic>
 
+#include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
-#include "ops/ops.h"
 
 namespace rg {
 
@@ -40,13 +40,14 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
            " does not match the leaf's shape ", shape_str(leaf.shape()));
   {
     NoGradGuard no_grad;
-    if (grad.dtype() != leaf.dtype()) grad = grad.to(leaf.dtype());
+    const GradArithmetic& math = grad_arithmetic();
+    if (grad.dtype() != leaf.dtype()) grad = math.convert(grad, leaf.dtype());
     if (!meta.grad.defined()) {
       // Take ownership of a fresh contiguous gradient; copy anything that may alias.
       bool owned = grad.is_contiguous() && grad.storage().use_count() == 1 && grad.offset() == 0;
-      meta.grad = owned ? grad.detach() : grad.clone();
+      meta.grad = owned ? grad.detach() : math.clone(grad);
     } else {
-      meta.grad.add_(grad);  // in place: a .grad that views a bucket stays a view
+      math.add_into(meta.grad, grad);  // in place: a .grad that views a bucket stays a view
     }
   }
   for (auto& hook : meta.post_accumulate_hooks) hook(leaf);

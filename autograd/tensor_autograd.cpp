@@ -9,11 +9,12 @@ AutogradMeta& autograd_meta(const Tensor& t) {
   TensorImpl* impl = t.impl();
   RG_CHECK(impl != nullptr, "autograd: use of an undefined tensor");
   if (!impl->autograd) impl->autograd = std::make_shared<AutogradMeta>();
-  return *impl->autograd;
+  return static_cast<AutogradMeta&>(*impl->autograd);
 }
 
 AutogradMeta* autograd_meta_if(const Tensor& t) {
-  return t.defined() ? t.impl()->autograd.get() : nullptr;
+  // Every autograd slot holds an AutogradMeta: only autograd_meta() above fills it.
+  return t.defined() ? static_cast<AutogradMeta*>(t.impl()->autograd.get()) : nullptr;
 }
 
 std::shared_ptr<Node> gradient_edge(const Tensor& t) {

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "dist/buffer_math.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
-#include "dist/reduce.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
@@ -82,7 +82,7 @@ void gather_reduce_send_back(ProcessGroup& pg, const Tensor& t, Tensor& scratch)
   if (pg.rank() == 0) {
     for (int r = 1; r < n; ++r) {
       pg.recv(scratch, r, 1)->wait();
-      reduce_into(t, scratch, ReduceOp::sum);
+      reduce_into(t, scratch, CombineOp::sum);
     }
     std::vector<std::shared_ptr<Work>> sends;
     for (int r = 1; r < n; ++r) sends.push_back(pg.send(t, r, 2));

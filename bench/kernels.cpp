@@ -11,12 +11,11 @@
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
+#include "kernels/builtin.h"
 #include "kernels/cuda/stream.h"
 #if RG_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-
-#include "kernels/cuda/runtime.h"
 #endif
 
 using namespace rg;
@@ -119,8 +118,15 @@ int main(int argc, char** argv) {
                 tf32 ? " (tf32)" : "", flops / ms / 1e9);
 #if RG_WITH_CUDA
     if (gpu) {
-      auto handle = static_cast<cublasHandle_t>(
-          cuda::cublas_handle(device.index, gpu::current_stream(device).handle));
+      // The bench's own cuBLAS handle on ringgrad's compute stream (only installed headers:
+      // the library's handle cache is internal).
+      gpu::Stream stream = gpu::current_stream(device);  // also makes `device` current
+      cublasHandle_t handle = nullptr;
+      if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "kernels: cublasCreate failed\n");
+        return 1;
+      }
+      cublasSetStream(handle, static_cast<cudaStream_t>(stream.handle));
       float one = 1, zero = 0;
       double raw = time_ms(device, 10, [&] {
         cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(s), int(s), int(s), &one, y.data_ptr(),
@@ -128,6 +134,7 @@ int main(int argc, char** argv) {
                      CUDA_R_32F, int(s), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT);
       });
+      cublasDestroy(handle);
       std::printf(", raw cuBLAS %.1f TFLOP/s, ratio %.2f", flops / raw / 1e9, raw / ms);
     }
 #endif

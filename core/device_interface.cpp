@@ -1,19 +1,32 @@
 #include "core/device_interface.h"
 
 #include <array>
+#include <atomic>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/storage.h"
-#include "kernels/builtin.h"
 
 namespace rg {
+
+void register_cpu_device();  // core/cpu_allocator.cpp
 
 namespace {
 std::array<DeviceInterface, kNumDeviceTypes>& registry() {
   static std::array<DeviceInterface, kNumDeviceTypes> r;
   return r;
 }
+// Constant-initialised, so a loader installed by a static initialiser is never overwritten.
+std::atomic<void (*)()> g_backend_loader{nullptr};
 }  // namespace
+
+void set_backend_loader(void (*loader)()) { g_backend_loader.store(loader); }
+
+void load_backends() {
+  static std::once_flag cpu_once;
+  std::call_once(cpu_once, register_cpu_device);
+  if (auto loader = g_backend_loader.load()) loader();
+}
 
 Device Device::parse(const std::string& spec) {
   std::string kind = spec;
@@ -47,18 +60,21 @@ void register_device(DeviceType type, const DeviceInterface& interface) {
 }
 
 bool device_available(DeviceType type) {
-  register_builtin_backends();
+  load_backends();
   const auto& d = registry()[static_cast<int>(type)];
   return d.allocate != nullptr && (!d.device_count || d.device_count() > 0);
 }
 
 const DeviceInterface& device_interface(DeviceType type) {
-  register_builtin_backends();
+  load_backends();
   const auto& d = registry()[static_cast<int>(type)];
   if (d.allocate == nullptr) {
-    RG_CHECK(type != DeviceType::cuda || cuda_backend_built(), "device ", Device(type).str(),
+    RG_CHECK(type != DeviceType::cuda || g_backend_loader.load() == nullptr, "device ",
+             Device(type).str(),
              ": this ringgrad was built without the cuda backend (configure with -Dcuda=enabled)");
-    RG_FAIL("device ", Device(type).str(), ": no backend registered for it");
+    RG_FAIL("device ", Device(type).str(),
+            ": no backend registered for it (the kernels layer "
+            "registers sim and cuda; a program linked with core alone has only cpu)");
   }
   RG_CHECK(!d.device_count || d.device_count() > 0, "device ", Device(type).str(),
            ": the backend is built but finds no device");

@@ -1,6 +1,8 @@
 // What a device backend provides to the core: memory, copies and synchronisation.
-// The built-in backends (cpu, sim, cuda) are registered once, before the first lookup, by
-// register_builtin_backends() (kernels/builtin.h).
+// Core registers its own cpu device. The backends above core (sim, cuda, and every kernel
+// table) are registered by the loader that the kernels layer installs
+// (kernels/builtin.cpp), which core calls before each lookup; core itself names no layer
+// above it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,11 @@ struct DeviceInterface {
 
 // Sets the backend of `type`; the built-in registration calls it for cpu, sim and cuda.
 void register_device(DeviceType type, const DeviceInterface& interface);
+// Installs the function that registers the backends above core. It must be idempotent and
+// thread-safe: every lookup calls it. Until one is installed, only the cpu device exists.
+void set_backend_loader(void (*loader)());
+// Registers the cpu device (once) and runs the installed loader; every lookup calls it.
+void load_backends();
 // Throws rg::Error when the backend is not built or has no device, saying which.
 const DeviceInterface& device_interface(DeviceType type);
 bool device_available(DeviceType type);

@@ -5,8 +5,6 @@
 #include <array>
 #include <string_view>
 
-#include "kernels/builtin.h"
-
 namespace rg {
 namespace {
 
@@ -55,11 +53,6 @@ const char* rule_name(DTypeRule r) {
 KernelTable& unchecked_kernel_table(DeviceType type) {
   static std::array<KernelTable, kNumDeviceTypes> tables;
   return tables[static_cast<int>(type)];
-}
-
-KernelTable& kernel_table(DeviceType type) {
-  register_builtin_backends();
-  return unchecked_kernel_table(type);
 }
 
 }  // namespace rg

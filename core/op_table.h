@@ -180,14 +180,9 @@ struct KernelTable {
 #undef RG_KERNEL_FIELD
 };
 
-// The table of `type`, with the built-in backends registered (kernels/builtin.h).
-KernelTable& kernel_table(DeviceType type);
-// The same table without triggering registration; for registration functions only.
+// The storage of the table of `type`, as it is: backends fill it when they register.
+// Callers of kernels use kernel_table() or RG_KERNEL (kernels/builtin.h), which register the
+// built-in backends first.
 KernelTable& unchecked_kernel_table(DeviceType type);
-// The table to call for a tensor on `device`; throws naming `op` if the kernel is missing.
-#define RG_KERNEL(device, name)                                                          \
-  (::rg::kernel_table((device).type).name                                                \
-       ? ::rg::kernel_table((device).type).name                                          \
-       : (RG_FAIL(#name ": no kernel for device ", (device).str()), nullptr))
 
 }  // namespace rg

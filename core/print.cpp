@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "autograd/meta.h"
 #include "core/tensor.h"
 
 namespace rg {
@@ -66,8 +65,12 @@ std::string repr(const Tensor& t, int64_t edge_items) {
   if (t.numel() == 0 || summarize) os << ", shape=" << shape_str(t.shape());
   if (t.dtype() != DType::f32) os << ", dtype=" << dtype_name(t.dtype());
   if (!t.device().is_cpu()) os << ", device=" << t.device().str();
-  if (auto fn = t.grad_fn()) os << ", grad_fn=<" << fn->name() << ">";
-  else if (t.requires_grad()) os << ", requires_grad=True";
+  if (const AutogradMetaInterface* meta = t.impl()->autograd.get()) {
+    if (const char* fn = meta->grad_fn_name())
+      os << ", grad_fn=<" << fn << ">";
+    else if (meta->requires_grad_flag())
+      os << ", requires_grad=True";
+  }
   os << ")";
   return os.str();
 }

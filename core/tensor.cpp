@@ -1,6 +1,8 @@
 #include "core/tensor.h"
 
+#include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "core/device_interface.h"
 
@@ -32,13 +34,49 @@ double Tensor::item() const {
   return to_vector<double>()[0];
 }
 
+namespace {
+
+// The bytes a view reads, from its first element to its last (strides are >= 0), brought
+// to the host through the device's copy when the tensor is not on the cpu.
+std::vector<std::byte> host_span(const Tensor& t) {
+  int64_t span = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) span += (t.size(d) - 1) * t.stride(d);
+  std::vector<std::byte> bytes(span * itemsize(t.dtype()));
+  if (t.device().is_cpu())
+    std::memcpy(bytes.data(), t.data_ptr(), bytes.size());
+  else
+    device_interface(t.device().type)
+        .copy(bytes.data(), kCPU, t.data_ptr(), t.device(), bytes.size());
+  return bytes;
+}
+
+}  // namespace
+
+// Walks the view in row-major order over the host copy of its span; core alone (no copy
+// kernel), so printing and item() work without ops.
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor host = to(kCPU).contiguous();
-  std::vector<T> out(host.numel());
-  RG_DISPATCH_ALL(host.dtype(), "to_vector", [&]<typename S>() {
-    const S* p = static_cast<const S*>(host.data_ptr());
-    for (int64_t i = 0; i < host.numel(); ++i) out[i] = static_cast<T>(static_cast<double>(p[i]));
+  const int64_t n = numel();
+  std::vector<T> out(n);
+  if (n == 0) return out;
+  const std::vector<std::byte> bytes = host_span(*this);
+  const Shape& sh = shape();
+  const Strides& st = strides();
+  RG_DISPATCH_ALL(dtype(), "to_vector", [&]<typename S>() {
+    const S* p = reinterpret_cast<const S*>(bytes.data());
+    std::vector<int64_t> index(sh.size(), 0);
+    int64_t at = 0;  // element offset of `index` within the span
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = static_cast<T>(static_cast<double>(p[at]));
+      for (int64_t d = dim() - 1; d >= 0; --d) {  // odometer step
+        if (++index[d] < sh[d]) {
+          at += st[d];
+          break;
+        }
+        at -= (sh[d] - 1) * st[d];
+        index[d] = 0;
+      }
+    }
   });
   return out;
 }

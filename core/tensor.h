@@ -1,7 +1,12 @@
 // Tensor: a cheap handle to (storage, shape, strides in elements, offset, dtype, device)
-// plus the autograd slots. Copies of a Tensor share everything (like torch.Tensor);
-// views share the storage. The op functions (rg::add, rg::matmul, Tensor::sum, ...) are
-// declared in ops/ops.h and defined in ops/, beside their derivatives.
+// plus the autograd slot. Copies of a Tensor share everything (like torch.Tensor);
+// views share the storage. The op functions (rg::add, rg::matmul, ...) are declared in
+// ops/ops.h and defined in ops/, beside their derivatives.
+//
+// Layers: this header is core. The method sugar below marked "(ops/)" or "(autograd/)" is
+// declared here only because C++ needs every member declared in its class; it is defined
+// in that upper layer, and no code in core/ calls it. The core_alone test links core/ by
+// itself, so a call that sneaks into core fails to link (docs/architecture.md).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -16,8 +21,15 @@
 
 namespace rg {
 
-struct AutogradMeta;  // autograd/meta.h
-class Node;           // autograd/node.h
+class Node;  // autograd/node.h
+
+// A tensor's autograd state as core sees it: enough to print it. autograd/meta.h defines
+// the real thing (AutogradMeta), stored in TensorImpl::autograd.
+struct AutogradMetaInterface {
+  virtual ~AutogradMetaInterface() = default;
+  virtual bool requires_grad_flag() const = 0;   // requires_grad_(true) was called
+  virtual const char* grad_fn_name() const = 0;  // null for leaves
+};
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -25,7 +37,7 @@ struct TensorImpl {
   Strides strides;
   int64_t offset = 0;  // in elements
   DType dtype = DType::f32;
-  std::shared_ptr<AutogradMeta> autograd;  // null until autograd needs it
+  std::shared_ptr<AutogradMetaInterface> autograd;  // null until autograd needs it
 };
 
 class Tensor {

@@ -12,7 +12,6 @@
 // a split is drawn from that split's problems by (seed, split, i): deterministic and random
 // access; problems may repeat within a split when `size` approaches the split's count.
 #pragma once
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,22 +59,5 @@ class AdditionDataset : public Dataset {
   Split split_;
   uint64_t operand_count_;  // 10^d
 };
-
-// Maps idx [B, t] (int64, on `device`) to logits [B, t, V].
-using LogitsFn = std::function<Tensor(const Tensor& idx)>;
-
-// Greedy decoding of the answers of examples `indices`, batched: starts from each prompt and
-// appends the argmax token d+1 times. Returns the full sequences (prompt + answer), for
-// printing with decode(). Runs without recording gradients.
-std::vector<std::vector<int64_t>> greedy_complete(const AdditionDataset& dataset,
-                                                  const LogitsFn& model,
-                                                  const std::vector<int64_t>& indices,
-                                                  Device device = kCPU);
-
-// Fraction of the first max_examples examples (all when < 0) whose greedy answer matches
-// every digit.
-double exact_match_accuracy(const AdditionDataset& dataset, const LogitsFn& model,
-                            int64_t batch_size = 256, int64_t max_examples = -1,
-                            Device device = kCPU);
 
 }  // namespace rg::data

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "dist/reduce.h"
+#include "dist/buffer_math.h"
 #include "dist/ring_allreduce.h"
 
 namespace rg::dist {

@@ -63,7 +63,7 @@ WireHeader header_of(const Envelope& env, size_t nbytes) {
 
 Envelope envelope_of(const WireHeader& h) {
   return Envelope{static_cast<Collective>(h.kind),
-                  static_cast<ReduceOp>(h.op),
+                  static_cast<CombineOp>(h.op),
                   static_cast<DType>(h.dtype),
                   h.tag,
                   h.root,
@@ -113,9 +113,11 @@ struct Peer {
   bool busy() const { return !sends.empty() || !recvs.empty() || in_op; }
 };
 
-class Engine {
+// The per-group state of the message layer and the progress loop that matches and moves
+// frames (named apart from the autograd engine: it pumps messages, whoever waits drives it).
+class MessagePump {
  public:
-  Engine(int rank, std::vector<PeerLink> links, Doorbell* doorbell)
+  MessagePump(int rank, std::vector<PeerLink> links, Doorbell* doorbell)
       : rank_(rank), doorbell_(doorbell) {
     peers_.resize(links.size());
     for (size_t p = 0; p < links.size(); ++p) {
@@ -194,9 +196,9 @@ class Engine {
   // the peer answers probes saying it waits, this rank keeps waiting for its report.
   void wait_or_fail(const MessageOp& op, Milliseconds timeout) {
     struct Waiting {
-      Engine& e;
+      MessagePump& e;
       const MessageOp* previous;
-      Waiting(Engine& engine, const MessageOp& op) : e(engine) {
+      Waiting(MessagePump& pump, const MessageOp& op) : e(pump) {
         std::lock_guard lock(e.mu_);
         previous = e.waiting_;
         e.waiting_ = &op;
@@ -554,15 +556,15 @@ class Engine {
 
 class MessageWork : public Work {
  public:
-  MessageWork(std::shared_ptr<Engine> engine, OpPtr op, Milliseconds group_timeout)
-      : engine_(std::move(engine)), op_(std::move(op)), group_timeout_(group_timeout) {}
-  bool wait(Milliseconds timeout) override { return engine_->wait(*op_, Clock::now() + timeout); }
-  void wait() override { engine_->wait_or_fail(*op_, group_timeout_); }
-  bool is_completed() override { return engine_->is_done(*op_); }
+  MessageWork(std::shared_ptr<MessagePump> pump, OpPtr op, Milliseconds group_timeout)
+      : pump_(std::move(pump)), op_(std::move(op)), group_timeout_(group_timeout) {}
+  bool wait(Milliseconds timeout) override { return pump_->wait(*op_, Clock::now() + timeout); }
+  void wait() override { pump_->wait_or_fail(*op_, group_timeout_); }
+  bool is_completed() override { return pump_->is_done(*op_); }
   const MessageOp& op() const { return *op_; }
 
  private:
-  std::shared_ptr<Engine> engine_;
+  std::shared_ptr<MessagePump> pump_;
   OpPtr op_;
   Milliseconds group_timeout_;
 };
@@ -573,38 +575,36 @@ class MessageGroup : public ProcessGroup {
                std::vector<PeerLink> links, Doorbell* doorbell, std::shared_ptr<void> keepalive)
       : ProcessGroup(rank, size, options),
         backend_(backend),
-        engine_(std::make_shared<Engine>(rank, std::move(links), doorbell)),
+        pump_(std::make_shared<MessagePump>(rank, std::move(links), doorbell)),
         keepalive_(std::move(keepalive)) {}
 
   ~MessageGroup() override {
     shutdown();
-    engine_->close();
+    pump_->close();
   }
 
   const char* backend_name() const override { return backend_; }
   bool supports_device(Device device) const override { return device.is_host_memory(); }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope& env) override {
-    return std::make_shared<MessageWork>(engine_, engine_->post(true, t, dst, env),
-                                         options().timeout);
+    return std::make_shared<MessageWork>(pump_, pump_->post(true, t, dst, env), options().timeout);
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope& env) override {
-    return std::make_shared<MessageWork>(engine_, engine_->post(false, t, src, env),
-                                         options().timeout);
+    return std::make_shared<MessageWork>(pump_, pump_->post(false, t, src, env), options().timeout);
   }
 
   void abort(const std::string& reason) override {
-    engine_->fail(str("rank ", rank(), " aborted: ", reason), true);
+    pump_->fail(str("rank ", rank(), " aborted: ", reason), true);
     set_failure(str("rank ", rank(), " aborted: ", reason));
   }
 
   void wait_message(Work& work, int, const Envelope&) override {
-    engine_->wait_or_fail(static_cast<MessageWork&>(work).op(), options().timeout);
+    pump_->wait_or_fail(static_cast<MessageWork&>(work).op(), options().timeout);
   }
 
  private:
   const char* backend_;
-  std::shared_ptr<Engine> engine_;
+  std::shared_ptr<MessagePump> pump_;
   std::shared_ptr<void> keepalive_;
 };
 

@@ -153,12 +153,12 @@ class NcclGroup : public ProcessGroup {
              ncclGetErrorString(state));
   }
 
-  std::shared_ptr<Work> native_allreduce(const Tensor& t, ReduceOp op) {
+  std::shared_ptr<Work> native_allreduce(const Tensor& t, CombineOp op) {
     RG_CHECK(supports_device(t.device()) && t.is_contiguous(),
              "nccl_allreduce: needs a "
              "contiguous tensor on ",
              device_.str());
-    ncclRedOp_t nccl_op = op == ReduceOp::max ? ncclMax : op == ReduceOp::avg ? ncclAvg : ncclSum;
+    ncclRedOp_t nccl_op = op == CombineOp::max ? ncclMax : op == CombineOp::avg ? ncclAvg : ncclSum;
     return post([&] {
       return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
                            comm_, stream_);
@@ -236,7 +236,7 @@ std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store> store, int 
   return std::make_shared<NcclGroup>(std::move(store), rank, size, device_index, options, prefix);
 }
 
-std::shared_ptr<Work> nccl_allreduce(ProcessGroup& pg, const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> nccl_allreduce(ProcessGroup& pg, const Tensor& tensor, CombineOp op) {
   auto* group = dynamic_cast<NcclGroup*>(&pg);
   RG_CHECK(group, "nccl_allreduce: the group uses the ", pg.backend_name(), " backend, not nccl");
   return group->native_allreduce(tensor, op);

@@ -23,6 +23,6 @@ std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store> store, int 
 
 // ncclAllReduce on `pg` (an nccl group) in place, asynchronously on its communication stream.
 std::shared_ptr<Work> nccl_allreduce(ProcessGroup& pg, const Tensor& tensor,
-                                     ReduceOp op = ReduceOp::sum);
+                                     CombineOp op = CombineOp::sum);
 
 }  // namespace rg::dist

@@ -10,7 +10,7 @@ std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store>, int, int, 
   RG_FAIL("nccl backend: ringgrad was built without CUDA (nvcc was not found at configure time)");
 }
 
-std::shared_ptr<Work> nccl_allreduce(ProcessGroup&, const Tensor&, ReduceOp) {
+std::shared_ptr<Work> nccl_allreduce(ProcessGroup&, const Tensor&, CombineOp) {
   RG_FAIL("nccl_allreduce: ringgrad was built without CUDA");
 }
 

@@ -11,13 +11,13 @@
 
 namespace rg::dist {
 
-const char* reduce_op_name(ReduceOp op) {
+const char* combine_op_name(CombineOp op) {
   switch (op) {
-    case ReduceOp::sum:
+    case CombineOp::sum:
       return "sum";
-    case ReduceOp::avg:
+    case CombineOp::avg:
       return "avg";
-    case ReduceOp::max:
+    case CombineOp::max:
       return "max";
   }
   return "?";
@@ -50,7 +50,7 @@ std::string describe(const Envelope& env) {
     return str("send/recv with tag ", env.tag, " (", env.count, " ", dtype_name(env.dtype), ")");
   std::string what = str(collective_name(env.kind), " #", env.seq, " (");
   if (env.kind == Collective::allreduce || env.kind == Collective::reduce_scatter)
-    what += str(reduce_op_name(env.op), " of ");
+    what += str(combine_op_name(env.op), " of ");
   what += str(env.count, " ", dtype_name(env.dtype));
   if (env.kind == Collective::broadcast) what += str(" from root ", env.root);
   return what + ")";
@@ -199,7 +199,7 @@ std::shared_ptr<Work> ProcessGroup::send(const Tensor& tensor, int dst, int tag)
   RG_CHECK(dst >= 0 && dst < size_ && dst != rank_, "send: rank ", rank_, " cannot send to rank ",
            dst, " (world size ", size_, ")");
   RG_CHECK(tag >= 0, "send: tags must be >= 0, got ", tag);
-  Envelope env{Collective::p2p, ReduceOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
+  Envelope env{Collective::p2p, CombineOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
   return send_message(tensor, dst, env);
 }
 
@@ -208,7 +208,7 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   RG_CHECK(src >= 0 && src < size_ && src != rank_, "recv: rank ", rank_,
            " cannot receive from rank ", src, " (world size ", size_, ")");
   RG_CHECK(tag >= 0, "recv: tags must be >= 0, got ", tag);
-  Envelope env{Collective::p2p, ReduceOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
+  Envelope env{Collective::p2p, CombineOp::sum, tensor.dtype(), tag, -1, 0, tensor.numel()};
   return recv_message(tensor, src, env);
 }
 
@@ -233,15 +233,15 @@ Tensor ProcessGroup::scratch(int64_t slot, int64_t numel, DType dtype, Device de
 }
 
 namespace {
-void check_reduction(const char* what, DType dtype, ReduceOp op) {
+void check_reduction(const char* what, DType dtype, CombineOp op) {
   bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16;
   bool integer = dtype == DType::i32 || dtype == DType::i64;
-  RG_CHECK(floating || (integer && op != ReduceOp::avg), what, ": ", reduce_op_name(op), " of ",
+  RG_CHECK(floating || (integer && op != CombineOp::avg), what, ": ", combine_op_name(op), " of ",
            dtype_name(dtype), " is not supported (f32, f64, bf16; i32/i64 for sum, max)");
 }
 }  // namespace
 
-std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, CombineOp op) {
   check_tensor(tensor, "allreduce");
   check_reduction("allreduce", tensor.dtype(), op);
   Envelope env = next_envelope(Collective::allreduce, tensor, tensor.numel());
@@ -273,7 +273,7 @@ std::shared_ptr<Work> ProcessGroup::allgather(const Tensor& out, const Tensor& i
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in,
-                                                   ReduceOp op) {
+                                                   CombineOp op) {
   check_tensor(out, "reduce_scatter");
   check_tensor(in, "reduce_scatter");
   check_reduction("reduce_scatter", in.dtype(), op);
@@ -294,7 +294,7 @@ std::shared_ptr<Work> ProcessGroup::barrier() {
   return enqueue(Collective::barrier, [this, token, env] {
     // A ring all-reduce sends at least one message per step, so no rank can finish it
     // before every rank has started it.
-    ring_allreduce(*this, token, ReduceOp::sum, env);
+    ring_allreduce(*this, token, CombineOp::sum, env);
   });
 }
 

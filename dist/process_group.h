@@ -30,8 +30,8 @@
 
 namespace rg::dist {
 
-enum class ReduceOp : uint8_t { sum, avg, max };
-const char* reduce_op_name(ReduceOp op);
+enum class CombineOp : uint8_t { sum, avg, max };
+const char* combine_op_name(CombineOp op);
 
 // Every kind of operation a message can belong to; `p2p` is a user's send/recv.
 #define RG_COLLECTIVES(X) X(p2p) X(allreduce) X(broadcast) X(allgather) X(reduce_scatter) X(barrier)
@@ -63,7 +63,7 @@ struct Options {
 // is reported instead of silently exchanging garbage.
 struct Envelope {
   Collective kind = Collective::p2p;
-  ReduceOp op = ReduceOp::sum;
+  CombineOp op = CombineOp::sum;
   DType dtype = DType::f32;
   int32_t tag = 0;
   int32_t root = -1;
@@ -117,13 +117,13 @@ class ProcessGroup {
   std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag = 0);
 
   // ---- collectives (asynchronous, in place)
-  std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> allreduce(const Tensor& tensor, CombineOp op = CombineOp::sum);
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
   // out holds size() * in.numel() elements: rank r's `in` lands at out[r * in.numel()].
   std::shared_ptr<Work> allgather(const Tensor& out, const Tensor& in);
   // in holds size() * out.numel() elements; rank r gets the reduction of slice r.
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in,
-                                       ReduceOp op = ReduceOp::sum);
+                                       CombineOp op = CombineOp::sum);
   std::shared_ptr<Work> barrier();
 
   // Collectives issued on this group so far (counted when called, whatever their outcome).

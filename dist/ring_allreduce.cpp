@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "dist/reduce.h"
+#include "dist/buffer_math.h"
 
 namespace rg::dist {
 
@@ -45,7 +45,7 @@ std::vector<int64_t> uneven_segments(int64_t count, int n) {
 class Ring {
  public:
   // `shift` rotates which segment a rank owns: the one it completes is r + 1 + shift.
-  Ring(ProcessGroup& pg, const Tensor& buf, std::vector<int64_t> segments, int shift, ReduceOp op,
+  Ring(ProcessGroup& pg, const Tensor& buf, std::vector<int64_t> segments, int shift, CombineOp op,
        const Envelope& env)
       : pg_(pg), buf_(buf), seg_(std::move(segments)), shift_(shift), op_(op), env_(env) {
     n_ = pg.size();
@@ -106,7 +106,7 @@ class Ring {
   Tensor buf_;
   std::vector<int64_t> seg_;
   int shift_;
-  ReduceOp op_;
+  CombineOp op_;
   Envelope env_;
   int n_ = 1, r_ = 0, left_ = 0, right_ = 0;
   int64_t max_seg_ = 0, chunks_ = 1;
@@ -120,40 +120,40 @@ DType accumulation_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32
 
 }  // namespace
 
-void ring_allreduce(ProcessGroup& pg, const Tensor& buf, ReduceOp op, const Envelope& env) {
+void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
   const int n = pg.size();
   Tensor work = buf;
   if (accumulation_dtype(buf.dtype()) != buf.dtype()) {
     work = pg.scratch(1, buf.numel(), accumulation_dtype(buf.dtype()), buf.device());
-    copy_into(work, buf);
+    copy_buffer(work, buf);
   }
   Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
-  if (op == ReduceOp::avg) divide_by(work, n);
-  if (!work.is_same(buf)) copy_into(buf, work);
+  if (op == CombineOp::avg) divide_by(work, n);
+  if (!work.is_same(buf)) copy_buffer(buf, work);
 }
 
-void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, ReduceOp op,
+void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env) {
   const int n = pg.size(), r = pg.rank();
   const int64_t count = out.numel();
   // The ring reduces in place, so it works on a copy of `in`.
   Tensor work = pg.scratch(1, in.numel(), accumulation_dtype(in.dtype()), in.device());
-  copy_into(work, in);
+  copy_buffer(work, in);
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;
   Ring(pg, work, segments, -1, op, env).run(0, n - 2);
   Tensor mine = flat_slice(work, r * count, count);
-  if (op == ReduceOp::avg) divide_by(mine, n);
-  copy_into(out, mine);
+  if (op == CombineOp::avg) divide_by(mine, n);
+  copy_buffer(out, mine);
 }
 
 void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env) {
   const int n = pg.size(), r = pg.rank();
   const int64_t count = in.numel();
-  copy_into(flat_slice(out, r * count, count), in);
+  copy_buffer(flat_slice(out, r * count, count), in);
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;
-  Ring(pg, out, segments, -1, ReduceOp::sum, env).run(n - 1, 2 * n - 3);
+  Ring(pg, out, segments, -1, CombineOp::sum, env).run(n - 1, 2 * n - 3);
 }
 
 }  // namespace rg::dist

@@ -5,8 +5,8 @@
 
 namespace rg::dist {
 
-void ring_allreduce(ProcessGroup& pg, const Tensor& buf, ReduceOp op, const Envelope& env);
-void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, ReduceOp op,
+void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
+void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env);
 void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env);
 

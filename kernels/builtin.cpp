@@ -2,12 +2,11 @@
 
 #include <mutex>
 
+#include "core/device_interface.h"
 #include "core/op_table.h"
 #include "kernels/builtin_kernels.h"
 
 namespace rg {
-
-void register_cpu_device();  // core/cpu_allocator.cpp
 
 #define RG_DECLARE_REGISTER(file) void register_##file##_kernels(KernelTable& k);
 namespace cpu {
@@ -36,7 +35,6 @@ bool cuda_backend_built() {
 void register_builtin_backends() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_cpu_device();
     KernelTable& cpu_table = unchecked_kernel_table(DeviceType::cpu);
 #define RG_REGISTER_CPU(file) cpu::register_##file##_kernels(cpu_table);
     RG_CPU_KERNEL_FILES(RG_REGISTER_CPU)
@@ -55,5 +53,16 @@ void register_builtin_backends() {
 #endif
   });
 }
+
+KernelTable& kernel_table(DeviceType type) {
+  register_builtin_backends();
+  return unchecked_kernel_table(type);
+}
+
+namespace {
+// Core's device lookups run the loader; installed when this object is linked (see builtin.h).
+[[maybe_unused]] const bool g_loader_installed =
+    (set_backend_loader(&register_builtin_backends), true);
+}  // namespace
 
 }  // namespace rg

@@ -11,7 +11,7 @@
 
 namespace rg::nn {
 
-NoSyncGuard::NoSyncGuard(dist::Reducer* reducer) : reducer_(reducer) {
+NoSyncGuard::NoSyncGuard(Reducer* reducer) : reducer_(reducer) {
   previous_ = reducer_->require_sync();
   reducer_->set_require_sync(false);
 }
@@ -82,7 +82,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
     params.push_back(p);
     names.push_back(name);
   }
-  dist::ReducerOptions ro;
+  ReducerOptions ro;
   ro.bucket_cap_bytes = static_cast<size_t>(options_.bucket_cap_mb * (1 << 20));
   ro.first_bucket_cap_bytes = static_cast<size_t>(options_.first_bucket_cap_mb * (1 << 20));
   ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
@@ -90,7 +90,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   ro.overlap = options_.overlap;
   ro.comm_hook = options_.comm_hook;
   ro.trace = options_.trace;
-  reducer_ = std::make_unique<dist::Reducer>(params, names, group_, ro);
+  reducer_ = std::make_unique<Reducer>(params, names, group_, ro);
 }
 
 void DistributedDataParallel::verify_same_parameters() {

@@ -1,5 +1,5 @@
 // DistributedDataParallel: wraps a Module so that backward averages gradients across the
-// ranks of a ProcessGroup, overlapping the all-reduce with backward (see dist/reducer.h).
+// ranks of a ProcessGroup, overlapping the all-reduce with backward (see nn/reducer.h).
 //
 //   auto ddp = rg::nn::DistributedDataParallel(model, group);   // checks + broadcasts rank 0's
 //   weights for (micro-batch k) {
@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
-#include "dist/reducer.h"
 #include "nn/module.h"
+#include "nn/reducer.h"
 
 namespace rg::nn {
 
@@ -36,13 +36,13 @@ class DistributedDataParallel;
 class NoSyncGuard {
  public:
   NoSyncGuard() = default;
-  explicit NoSyncGuard(dist::Reducer* reducer);
+  explicit NoSyncGuard(Reducer* reducer);
   NoSyncGuard(NoSyncGuard&& other) noexcept;
   NoSyncGuard& operator=(NoSyncGuard&& other) noexcept;
   ~NoSyncGuard();
 
  private:
-  dist::Reducer* reducer_ = nullptr;
+  Reducer* reducer_ = nullptr;
   bool previous_ = true;
 };
 
@@ -60,7 +60,7 @@ class DistributedDataParallel {
 
   Module& module() { return *module_; }
   std::shared_ptr<Module> module_ptr() { return module_; }
-  dist::Reducer& reducer() { return *reducer_; }
+  Reducer& reducer() { return *reducer_; }
   dist::ProcessGroup& group() { return group_; }
   // Compares a 64-bit hash of every parameter across ranks; throws naming the first
   // parameter that differs and the ranks involved.
@@ -73,7 +73,7 @@ class DistributedDataParallel {
   std::shared_ptr<Module> module_;
   dist::ProcessGroup& group_;
   DDPOptions options_;
-  std::unique_ptr<dist::Reducer> reducer_;
+  std::unique_ptr<Reducer> reducer_;
   int64_t steps_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // Cross-device copies go through the device interface (contiguous bytes), conversions and
 // strided layouts through the device's `copy` kernel.
 #include "core/device_interface.h"
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

@@ -3,6 +3,7 @@
 // writes (softmax - onehot) * dloss. Rows whose target is ignore_index count for nothing:
 // mean divides by the number of counted rows (so gradient accumulation must weight
 // micro-batches by that count, see docs/gradient-accumulation.md).
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

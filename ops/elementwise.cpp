@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

@@ -1,5 +1,6 @@
 // embedding: rows of weight [V, D] gathered at integer indices [...] -> [..., D].
 // Backward scatter-adds the output gradient rows into a zero [V, D] gradient.
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

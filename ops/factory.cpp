@@ -1,6 +1,7 @@
 // Tensor factories. Values are produced on the host or by the device's fill kernel.
 #include <cmath>
 
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 
 namespace rg {

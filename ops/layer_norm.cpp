@@ -1,6 +1,7 @@
 // layer_norm over the trailing `normalized_shape` dims: y = (x - mean) * rstd * w + b.
 // The forward kernel saves mean and rstd per row; the backward kernel computes dx, dw, db
 // in one pass over the rows (rows = all leading dims flattened).
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

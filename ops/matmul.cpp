@@ -2,6 +2,7 @@
 // batch dims broadcast. Batched inputs are flattened to [B, M, K] @ [B, K, N] and handed
 // to the device GEMM kernel, which takes transposed views without copying.
 // Derivatives: dA = dC @ B^T, dB = A^T @ dC, summed over broadcast batch dims.
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

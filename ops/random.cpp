@@ -1,5 +1,6 @@
 // Random tensors from a thread-local Philox generator, and dropout built on them.
 // A tensor of n elements uses counters [offset, offset + n) and advances the offset by n.
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

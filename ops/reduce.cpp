@@ -3,6 +3,7 @@
 // shape; dims are squeezed afterwards when keepdim is false.
 #include <algorithm>
 
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

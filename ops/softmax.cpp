@@ -1,6 +1,7 @@
 // softmax and log_softmax along a dim, fused forward and backward kernels.
 // Backward uses the output y: softmax dx = y * (dy - sum(dy * y)); log_softmax
 // dx = dy - exp(y) * sum(dy).
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 

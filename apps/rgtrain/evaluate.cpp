@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "apps/rgtrain/util.h"
+#include "nn/greedy_eval.h"
 
 namespace rgtrain {
 namespace {
@@ -16,8 +17,7 @@ auto logits_of(RunState& s) {
 
 double held_out_accuracy(RunState& s, int64_t n) {
   s.model->eval();
-  const double acc =
-      rg::data::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
+  const double acc = rg::nn::exact_match_accuracy(*s.data.addition, logits_of(s), 256, n, s.device);
   s.model->train();
   return acc;
 }
@@ -29,7 +29,7 @@ void print_final_report(RunState& s, double final_loss, double wall_seconds,
     std::cout << "held-out exact-match accuracy " << fmt("%.4f", held_out_accuracy(s, 2000))
               << " (first 2000 held-out sums)\n";
     s.model->eval();
-    auto seqs = rg::data::greedy_complete(*s.data.addition, logits_of(s), {0, 1, 2}, s.device);
+    auto seqs = rg::nn::greedy_complete(*s.data.addition, logits_of(s), {0, 1, 2}, s.device);
     for (size_t i = 0; i < seqs.size(); ++i) {
       auto p = s.data.addition->problem(int64_t(i));
       std::cout << "  sample: " << s.data.addition->decode(seqs[i]) << "   (true sum " << p.a + p.b

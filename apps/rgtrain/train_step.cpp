@@ -33,7 +33,7 @@ class GlobalLoss {
   GlobalLoss(rg::dist::ProcessGroup* group, double share) : share_(share) {
     if (!group) return;
     mean_ = rg::scalar_tensor(share, rg::DType::f64).reshape({1});
-    work_ = group->allreduce(mean_, rg::dist::ReduceOp::avg);
+    work_ = group->allreduce(mean_, rg::dist::CombineOp::avg);
   }
   double wait() {
     if (!work_) return share_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/op_table.h"
+#include "kernels/builtin.h"
 
 namespace rg::cpu {
 

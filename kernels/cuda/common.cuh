@@ -5,6 +5,7 @@
 // Everything is in rg::RG_BACKEND so the cuda and sim compilations never collide.
 #pragma once
 #include "core/op_table.h"
+#include "kernels/builtin.h"
 #include "kernels/cuda/portability.cuh"
 #include "kernels/cuda/stream.h"
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "kernels/builtin.h"
 
 namespace rg::optim {
 

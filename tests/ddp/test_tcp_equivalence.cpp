@@ -3,6 +3,7 @@
 // hash of their parameters through the group itself.
 #include <doctest/doctest.h>
 
+#include "core/hash.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "equivalence.h"
@@ -14,11 +15,10 @@ using namespace rg::testing;
 namespace {
 
 uint64_t hash_params(const std::vector<Tensor>& params) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aOffsetBasis;
   for (const Tensor& p : params) {
     Tensor c = p.contiguous();
-    const unsigned char* b = static_cast<const unsigned char*>(c.data_ptr());
-    for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ b[i]) * 1099511628211ull;
+    h = fnv1a(c.data_ptr(), c.nbytes(), h);  // chained: the hash of all bytes in order
   }
   return h;
 }

@@ -89,13 +89,13 @@ inline Tensor make_input(DType dtype, int64_t n, int rank, uint64_t seed = 0) {
 }
 
 // Reference reduction over ranks 0..world-1 of element i, in f64.
-inline double reference(DType dtype, ReduceOp op, int world, int64_t i, uint64_t seed = 0) {
-  double acc = op == ReduceOp::max ? -1e300 : 0;
+inline double reference(DType dtype, CombineOp op, int world, int64_t i, uint64_t seed = 0) {
+  double acc = op == CombineOp::max ? -1e300 : 0;
   for (int r = 0; r < world; ++r) {
     double v = stored_value(dtype, input_value(r, i, seed));
-    acc = op == ReduceOp::max ? std::max(acc, v) : acc + v;
+    acc = op == CombineOp::max ? std::max(acc, v) : acc + v;
   }
-  return op == ReduceOp::avg ? acc / world : acc;
+  return op == CombineOp::avg ? acc / world : acc;
 }
 
 inline bool close_enough(DType dtype, double got, double want) {
@@ -113,11 +113,11 @@ inline bool close_enough(DType dtype, double got, double want) {
 }
 
 // Returns "" when every element of `t` matches the reference, else a description.
-inline std::string check_reduction(const Tensor& t, ReduceOp op, int world, uint64_t seed = 0) {
+inline std::string check_reduction(const Tensor& t, CombineOp op, int world, uint64_t seed = 0) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double want = reference(t.dtype(), op, world, i, seed), got = get_element(t, i);
     if (!close_enough(t.dtype(), got, want))
-      return str(dtype_name(t.dtype()), " ", reduce_op_name(op), " world ", world, " length ",
+      return str(dtype_name(t.dtype()), " ", combine_op_name(op), " world ", world, " length ",
                  t.numel(), ": element ", i, " is ", got, ", expected ", want);
   }
   return "";
@@ -129,8 +129,8 @@ inline std::vector<char> bytes_of(const Tensor& t) {
   return b;
 }
 
-inline bool supports(DType dtype, ReduceOp op) {
-  return !(op == ReduceOp::avg && (dtype == DType::i32 || dtype == DType::i64));
+inline bool supports(DType dtype, CombineOp op) {
+  return !(op == CombineOp::avg && (dtype == DType::i32 || dtype == DType::i64));
 }
 
 }  // namespace rg::dist::test

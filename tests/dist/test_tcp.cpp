@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/hash.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "tests/dist/dist_test_util.h"
@@ -45,8 +46,8 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
 // Every rank checks its result against the reference, then all ranks compare a hash of
 // their result bytes through the group itself.
 void check_identical(ProcessGroup& pg, const Tensor& t, const std::string& what) {
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : bytes_of(t)) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const std::vector<char> bytes = bytes_of(t);
+  const uint64_t hash = fnv1a(bytes.data(), bytes.size());
   Tensor mine = empty({1}, DType::i64);
   *mine.data<int64_t>() = static_cast<int64_t>(hash);
   Tensor all = empty({pg.size()}, DType::i64);
@@ -67,16 +68,16 @@ void expect_success(const std::vector<ChildResult>& results) {
 void allreduce_everything(ProcessGroup& pg) {
   const int n = pg.size();
   for (DType dtype : kAllDtypes) {
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+    for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
       if (!supports(dtype, op)) continue;
       for (int64_t length : {int64_t(0), int64_t(1), int64_t(n - 1), int64_t(n), int64_t(n + 1),
                              int64_t(1000), int64_t((1 << 20) + 3)}) {
-        if (length > 1000 && op != ReduceOp::sum && dtype != DType::f32) continue;
+        if (length > 1000 && op != CombineOp::sum && dtype != DType::f32) continue;
         Tensor t = make_input(dtype, length, pg.rank());
         pg.allreduce(t, op)->wait();
         std::string problem = check_reduction(t, op, n);
         RG_CHECK(problem.empty(), problem);
-        check_identical(pg, t, str(dtype_name(dtype), " ", reduce_op_name(op), " ", length));
+        check_identical(pg, t, str(dtype_name(dtype), " ", combine_op_name(op), " ", length));
       }
     }
   }
@@ -119,7 +120,7 @@ TEST_CASE("tcp broadcast, allgather, reduce_scatter, barrier and send/recv acros
       pg.reduce_scatter(part, whole)->wait();
       for (int64_t i = 0; i < length; ++i)
         RG_CHECK(close_enough(DType::f32, get_element(part, i),
-                              reference(DType::f32, ReduceOp::sum, n, pg.rank() * length + i)),
+                              reference(DType::f32, CombineOp::sum, n, pg.rank() * length + i)),
                  "reduce_scatter element ", i);
       pg.barrier()->wait();
     }
@@ -261,7 +262,7 @@ TEST_CASE("tcp shared-memory rings of any RG_DIST_SHM_BYTES work and leave nothi
            {int64_t(0), int64_t(1), int64_t(63), int64_t(1000), int64_t(100'003)}) {
         Tensor t = make_input(DType::f32, length, pg.rank());
         pg.allreduce(t)->wait();
-        std::string problem = check_reduction(t, ReduceOp::sum, pg.size());
+        std::string problem = check_reduction(t, CombineOp::sum, pg.size());
         RG_CHECK(problem.empty(), problem);
       }
     });

@@ -21,7 +21,7 @@ std::vector<int64_t> lengths_for(int world) {
 }
 
 // Runs one all-reduce on `world` threads; returns each rank's result bytes.
-std::vector<std::vector<char>> allreduce_on_threads(int world, DType dtype, ReduceOp op,
+std::vector<std::vector<char>> allreduce_on_threads(int world, DType dtype, CombineOp op,
                                                     int64_t length, Options options = {}) {
   std::vector<std::vector<char>> results(world);
   run_threads(
@@ -42,14 +42,14 @@ std::vector<std::vector<char>> allreduce_on_threads(int world, DType dtype, Redu
 TEST_CASE("ring all-reduce equals the f64 reference and is bit-identical on every rank") {
   for (int world = 1; world <= 8; ++world) {
     for (DType dtype : kAllDtypes) {
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+      for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
         if (!supports(dtype, op)) continue;
         for (int64_t length : lengths_for(world)) {
           // The large length once per dtype and world for sum, once per world otherwise.
-          if (length > 1000 && op != ReduceOp::sum && dtype != DType::f32) continue;
+          if (length > 1000 && op != CombineOp::sum && dtype != DType::f32) continue;
           CAPTURE(world);
           CAPTURE(length);
-          INFO(dtype_name(dtype), " ", reduce_op_name(op));
+          INFO(dtype_name(dtype), " ", combine_op_name(op));
           std::vector<std::vector<char>> results;
           REQUIRE_NOTHROW(results = allreduce_on_threads(world, dtype, op, length));
           for (int r = 1; r < world; ++r) CHECK(results[r] == results[0]);
@@ -62,11 +62,11 @@ TEST_CASE("ring all-reduce equals the f64 reference and is bit-identical on ever
 TEST_CASE("ring all-reduce gives the same bits run after run, whatever the chunking timing") {
   Options small_chunks;
   small_chunks.chunk_bytes = 4096;
-  auto first = allreduce_on_threads(5, DType::f32, ReduceOp::sum, 100'003, small_chunks);
+  auto first = allreduce_on_threads(5, DType::f32, CombineOp::sum, 100'003, small_chunks);
   for (int run = 0; run < 3; ++run)
-    CHECK(allreduce_on_threads(5, DType::f32, ReduceOp::sum, 100'003, small_chunks) == first);
+    CHECK(allreduce_on_threads(5, DType::f32, CombineOp::sum, 100'003, small_chunks) == first);
   // A different chunk size must not change the order of additions either.
-  CHECK(allreduce_on_threads(5, DType::f32, ReduceOp::sum, 100'003) == first);
+  CHECK(allreduce_on_threads(5, DType::f32, CombineOp::sum, 100'003) == first);
 }
 
 TEST_CASE("broadcast copies the root's bytes to every rank, for every root") {
@@ -112,12 +112,12 @@ TEST_CASE("allgather concatenates every rank's input in rank order") {
 TEST_CASE("reduce_scatter gives rank r the reduction of slice r") {
   for (int world : {1, 2, 3, 5, 8}) {
     for (DType dtype : kAllDtypes) {
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+      for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
         if (!supports(dtype, op)) continue;
         for (int64_t length : {int64_t(0), int64_t(1), int64_t(world + 1), int64_t(40'000)}) {
           CAPTURE(world);
           CAPTURE(length);
-          INFO(dtype_name(dtype), " ", reduce_op_name(op));
+          INFO(dtype_name(dtype), " ", combine_op_name(op));
           CHECK_NOTHROW(run_threads(world, [&](ProcessGroup& pg) {
             Tensor in = make_input(dtype, world * length, pg.rank());
             Tensor out = empty({length}, dtype);
@@ -205,7 +205,7 @@ TEST_CASE("collectives issued asynchronously complete in order and are counted")
     works.push_back(pg.barrier());
     for (auto& w : works) w->wait();
     for (int i = 0; i < 6; ++i) {
-      std::string problem = check_reduction(buffers[i], ReduceOp::sum, 3, i);
+      std::string problem = check_reduction(buffers[i], CombineOp::sum, 3, i);
       RG_CHECK(problem.empty(), problem);
     }
     RG_CHECK(pg.collectives_issued(Collective::allreduce) == 6, "allreduce count");
@@ -220,7 +220,7 @@ TEST_CASE("bad arguments are rejected with a clear error") {
   Tensor t = empty({4, 4});
   CHECK_THROWS_WITH_AS(pg.allreduce(make_view(t, {4, 2}, {4, 1}, 0)),
                        doctest::Contains("contiguous"), Error);
-  CHECK_THROWS_WITH_AS(pg.allreduce(empty({3}, DType::i32), ReduceOp::avg),
+  CHECK_THROWS_WITH_AS(pg.allreduce(empty({3}, DType::i32), CombineOp::avg),
                        doctest::Contains("avg of int32"), Error);
   CHECK_THROWS_WITH_AS(pg.allgather(empty({3}), empty({2})),
                        doctest::Contains("expected world size"), Error);

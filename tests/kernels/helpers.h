@@ -15,6 +15,7 @@
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
+#include "kernels/builtin.h"
 
 namespace rg::test {
 

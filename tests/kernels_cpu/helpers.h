@@ -12,6 +12,7 @@
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/builtin.h"
 
 namespace rg::test {
 

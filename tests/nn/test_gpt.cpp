@@ -122,9 +122,10 @@ TEST_CASE("GPTConfig.gelu_approximate picks the MLP's GELU: exact by default, as
     CHECK(equal(mlp->forward(x), expected));
   }
   c.gelu_approximate = "erf";
-  CHECK_THROWS_WITH_AS(std::make_shared<GPT>(c),
-                       doctest::Contains("GPTConfig.gelu_approximate must be \"none\" or \"tanh\", got \"erf\""),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      std::make_shared<GPT>(c),
+      doctest::Contains("GPTConfig.gelu_approximate must be \"none\" or \"tanh\", got \"erf\""),
+      Error);
 }
 
 TEST_CASE("a tied weight loads from a file that stores it once, or twice with equal values") {

@@ -1,5 +1,5 @@
 // Finite-difference gradient checking in f64 (central differences, one element at a time).
-#include "autograd/gradcheck.h"
+#include "ops/gradcheck.h"
 
 #include <cmath>
 #include <sstream>

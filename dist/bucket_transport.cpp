@@ -1,0 +1,184 @@
+// The buckets' layout, launches and waits; see bucket_transport.h.
+#include "dist/bucket_transport.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "dist/buffer_math.h"
+#include "kernels/builtin.h"
+
+namespace rg::dist {
+
+std::shared_ptr<Work> allreduce_hook(ProcessGroup& group, const Tensor& bucket) {
+  return group.allreduce(bucket, CombineOp::sum);
+}
+
+namespace {
+// Runs `then` once the inner work has finished, from whichever thread waits first.
+class ThenWork : public Work {
+ public:
+  ThenWork(std::shared_ptr<Work> inner, std::function<void()> then)
+      : inner_(std::move(inner)), then_(std::move(then)) {}
+  bool wait(Milliseconds timeout) override {
+    if (!inner_->wait(timeout)) return false;
+    std::call_once(once_, then_);
+    return true;
+  }
+  bool is_completed() override { return inner_->is_completed(); }
+
+ private:
+  std::shared_ptr<Work> inner_;
+  std::function<void()> then_;
+  std::once_flag once_;
+};
+}  // namespace
+
+std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& bucket) {
+  Tensor compressed = empty(bucket.shape(), DType::bf16, bucket.device());
+  copy_buffer(compressed, bucket);
+  auto work = group.allreduce(compressed, CombineOp::sum);
+  return std::make_shared<ThenWork>(work,
+                                    [bucket, compressed] { copy_buffer(bucket, compressed); });
+}
+
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members,
+                                              const std::vector<size_t>& order,
+                                              size_t first_bucket_cap_bytes,
+                                              size_t bucket_cap_bytes) {
+  struct Open {
+    std::vector<size_t> members;
+    size_t bytes = 0;
+  };
+  std::map<std::pair<int, std::string>, Open> open;  // (dtype, device) -> bucket being filled
+  std::vector<std::vector<size_t>> layout;
+  for (size_t i : order) {
+    const Tensor& m = members[i];
+    auto key = std::make_pair(static_cast<int>(m.dtype()), m.device().str());
+    Open& b = open[key];
+    size_t cap = layout.empty() ? first_bucket_cap_bytes : bucket_cap_bytes;
+    b.members.push_back(i);
+    b.bytes += m.nbytes();
+    if (b.bytes >= cap) {
+      layout.push_back(std::move(b.members));
+      open.erase(key);
+    }
+  }
+  for (auto& [key, b] : open)
+    if (!b.members.empty()) layout.push_back(std::move(b.members));
+  return layout;
+}
+
+BucketTransport::BucketTransport(ProcessGroup& group, CommHook hook,
+                                 std::shared_ptr<TraceRecorder> trace)
+    : group_(group), hook_(std::move(hook)), trace_(std::move(trace)) {
+  RG_CHECK(hook_ != nullptr, "BucketTransport: the comm hook is empty");
+}
+
+BucketTransport::~BucketTransport() {
+  for (auto& bucket : buckets_)
+    if (bucket.work) {
+      try {
+        bucket.work->wait();
+      } catch (...) {  // the error was (or will be) reported through wait_all
+      }
+    }
+}
+
+void BucketTransport::assign(const std::vector<Tensor>& members,
+                             const std::vector<std::vector<size_t>>& layout) {
+  buckets_.clear();
+  bucket_of_.assign(members.size(), 0);
+  index_in_bucket_.assign(members.size(), 0);
+  for (const auto& in_bucket : layout) {
+    RG_CHECK(!in_bucket.empty(), "BucketTransport: an empty bucket in the layout");
+    Bucket bucket;
+    int64_t total = 0;
+    for (size_t k = 0; k < in_bucket.size(); ++k) {
+      size_t i = in_bucket[k];
+      RG_CHECK(i < members.size(), "BucketTransport: member ", i, " of ", members.size());
+      bucket.offsets.push_back(total);
+      bucket.numels.push_back(members[i].numel());
+      total += members[i].numel();
+      bucket_of_[i] = buckets_.size();
+      index_in_bucket_[i] = k;
+    }
+    const Tensor& first = members[in_bucket.front()];
+    bucket.buffer = empty({total}, first.dtype(), first.device());
+    if (total) RG_KERNEL(first.device(), fill)(bucket.buffer, 0.0);
+    bucket.members = in_bucket;
+    bucket.pending = in_bucket.size();
+    buckets_.push_back(std::move(bucket));
+  }
+  next_to_launch_ = 0;
+}
+
+Tensor BucketTransport::slot(size_t i) const {
+  const Bucket& bucket = buckets_[bucket_of_[i]];
+  size_t k = index_in_bucket_[i];
+  return flat_slice(bucket.buffer, bucket.offsets[k], bucket.numels[k]);
+}
+
+bool BucketTransport::mark_filled(size_t i) { return --buckets_[bucket_of_[i]].pending == 0; }
+
+std::vector<std::vector<size_t>> BucketTransport::assignment() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.members);
+  return out;
+}
+
+void BucketTransport::launch_ready() {
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
+    Bucket& bucket = buckets_[next_to_launch_++];
+    bucket.launched_at = Clock::now();
+    bucket.done_seen = false;
+    bucket.work = hook_(group_, bucket.buffer);
+    stats_.buckets_launched++;
+  }
+}
+
+void BucketTransport::poll_completions() {
+  for (size_t b = 0; b < next_to_launch_; ++b) {
+    Bucket& bucket = buckets_[b];
+    if (bucket.work && !bucket.done_seen && bucket.work->is_completed()) {
+      bucket.done_seen = true;
+      bucket.done_at = Clock::now();
+    }
+  }
+}
+
+void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ended) {
+  stats_.comm_seconds = 0;
+  stats_.hidden_seconds = 0;
+  auto previous_end = started;
+  for (size_t b = 0; b < next_to_launch_; ++b) {
+    Bucket& bucket = buckets_[b];
+    bucket.work->wait();
+    if (!bucket.done_seen) bucket.done_at = Clock::now();
+    // A bucket's communication starts when it launched or when the previous one finished.
+    auto done = bucket.done_at;
+    auto start = std::max(bucket.launched_at, previous_end);
+    if (done < start) done = start;
+    previous_end = done;
+    double total = std::chrono::duration<double>(done - start).count();
+    double hidden = std::chrono::duration<double>(std::min(done, ended) - start).count();
+    stats_.comm_seconds += total;
+    stats_.hidden_seconds += std::max(0.0, hidden);
+    if (trace_)
+      trace_->span(group_.rank(), "comm", "allreduce bucket " + std::to_string(b), start, done,
+                   "{\"params\": " + std::to_string(bucket.members.size()) +
+                       ", \"bytes\": " + std::to_string(bucket.buffer.nbytes()) + "}");
+    bucket.work.reset();
+  }
+}
+
+void BucketTransport::reset() {
+  for (auto& bucket : buckets_) {
+    bucket.pending = bucket.members.size();
+    bucket.work.reset();
+  }
+  next_to_launch_ = 0;
+}
+
+}  // namespace rg::dist

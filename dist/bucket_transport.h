@@ -1,0 +1,104 @@
+// BucketTransport: the communication half of data-parallel gradient averaging, knowing
+// tensors and process groups but no autograd (the hooks that fill it are nn::Reducer's).
+//
+// Members (gradients, in the reducer's use) are laid out in buckets, each one flat buffer
+// of one dtype and device: plan_buckets() fills them in the given order (reverse
+// registration order at first, since backward produces gradients roughly in that order),
+// closing a bucket at bucket_cap_bytes (the first one at first_bucket_cap_bytes, so
+// communication starts early). A member's data is copied into its slot by the caller; when
+// a bucket's last member is in, the bucket may be launched: its comm hook (an all-reduce by
+// default) starts asynchronously on the group's communication thread. Buckets are launched
+// strictly in bucket order so that every rank issues the same collectives in the same
+// order. wait_all() waits in launch order and accounts how much communication overlapped
+// the work done meanwhile (backward), for the stats and the timeline.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "dist/process_group.h"
+#include "dist/trace.h"
+
+namespace rg::dist {
+
+// A communication hook gets the bucket's flat buffer (already scaled by 1/world) and
+// returns a Work whose completion leaves the reduced values in that buffer.
+using CommHook = std::function<std::shared_ptr<Work>(ProcessGroup& group, const Tensor& bucket)>;
+
+// The default: sum all-reduce of the pre-scaled buffer, i.e. the average.
+std::shared_ptr<Work> allreduce_hook(ProcessGroup& group, const Tensor& bucket);
+// Casts to bf16, all-reduces, casts back into the bucket (halves the bytes on the wire).
+std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& bucket);
+
+struct BucketStats {
+  uint64_t buckets_launched = 0;  // over the transport's life
+  double comm_seconds = 0;        // last wait_all: sum over buckets
+  double hidden_seconds = 0;      // last wait_all: communication that overlapped the caller's work
+};
+
+// Members `order` (indices into `members`) grouped into buckets: per dtype and device, in
+// order, each closed once it holds at least its cap in bytes.
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members,
+                                              const std::vector<size_t>& order,
+                                              size_t first_bucket_cap_bytes,
+                                              size_t bucket_cap_bytes);
+
+class BucketTransport {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  BucketTransport(ProcessGroup& group, CommHook hook, std::shared_ptr<TraceRecorder> trace);
+  ~BucketTransport();  // waits for buckets still in flight
+  BucketTransport(const BucketTransport&) = delete;
+  BucketTransport& operator=(const BucketTransport&) = delete;
+
+  // Allocates one zeroed flat buffer per bucket of `layout` (indices into members, whose
+  // numel, dtype and device it uses); drops the previous buckets.
+  void assign(const std::vector<Tensor>& members, const std::vector<std::vector<size_t>>& layout);
+  // The flat slot of member i in its bucket's buffer.
+  Tensor slot(size_t member) const;
+  // Member i's data is in its slot; returns whether that completed its bucket.
+  bool mark_filled(size_t member);
+  // Launches, in bucket order, every bucket not yet launched whose members are all in.
+  void launch_ready();
+  bool all_launched() const { return next_to_launch_ == buckets_.size(); }
+  // Notes when in-flight buckets are first seen completed (the timeline's resolution is the
+  // caller's polling).
+  void poll_completions();
+  // Waits for every launched bucket in launch order. `started` is when the caller's
+  // overlapping work began (backward), `ended` when it ended.
+  void wait_all(Clock::time_point started, Clock::time_point ended);
+  // Every bucket back to empty for the next round (in-flight works are dropped).
+  void reset();
+
+  size_t bucket_count() const { return buckets_.size(); }
+  std::vector<std::vector<size_t>> assignment() const;
+  const BucketStats& stats() const { return stats_; }
+  ProcessGroup& group() const { return group_; }
+
+ private:
+  struct Bucket {
+    Tensor buffer;                 // flat, one dtype and device
+    std::vector<size_t> members;   // indices into the members given to assign()
+    std::vector<int64_t> offsets;  // element offset of each member in buffer
+    std::vector<int64_t> numels;
+    size_t pending = 0;  // members still to arrive this round
+    std::shared_ptr<Work> work;
+    Clock::time_point launched_at;
+    Clock::time_point done_at;  // first time seen completed
+    bool done_seen = false;
+  };
+
+  ProcessGroup& group_;
+  CommHook hook_;
+  std::shared_ptr<TraceRecorder> trace_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // member -> bucket
+  std::vector<size_t> index_in_bucket_;
+  size_t next_to_launch_ = 0;
+  BucketStats stats_;
+};
+
+}  // namespace rg::dist

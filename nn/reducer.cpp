@@ -1,0 +1,194 @@
+// The Reducer's autograd side; see reducer.h for the design.
+#include "nn/reducer.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
+#include "kernels/builtin.h"
+#include "ops/ops.h"
+
+namespace rg::nn {
+
+Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
+                 dist::ProcessGroup& group, ReducerOptions options)
+    : params_(std::move(params)),
+      names_(std::move(names)),
+      group_(group),
+      options_(std::move(options)),
+      transport_(group, options_.comm_hook, options_.trace),
+      alive_(std::make_shared<bool>(true)) {
+  RG_CHECK(names_.size() == params_.size(), "Reducer: ", params_.size(), " parameters but ",
+           names_.size(), " names");
+  RG_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    RG_CHECK(params_[i].is_leaf() && params_[i].requires_grad(), "Reducer: parameter '", names_[i],
+             "' must be a leaf that requires grad");
+    RG_CHECK(group_.supports_device(params_[i].device()), "Reducer: the ", group_.backend_name(),
+             " backend cannot reduce tensors on ", params_[i].device().str(), " (parameter '",
+             names_[i], "')");
+  }
+  ready_.assign(params_.size(), false);
+  std::vector<size_t> reverse_order(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) reverse_order[i] = params_.size() - 1 - i;
+  build_buckets(reverse_order);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    std::weak_ptr<bool> alive = alive_;
+    register_post_accumulate_grad_hook(params_[i], [alive, this, i](const Tensor&) {
+      if (auto a = alive.lock(); a && *a) mark_ready(i);
+    });
+  }
+}
+
+Reducer::~Reducer() { *alive_ = false; }
+
+void Reducer::build_buckets(const std::vector<size_t>& order) {
+  // Keep gradients that live in the old buckets (gradient_as_bucket_view).
+  std::vector<Tensor> old_grads(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].grad().defined()) old_grads[i] = params_[i].grad().clone();
+  transport_.assign(params_, dist::plan_buckets(params_, order, options_.first_bucket_cap_bytes,
+                                                options_.bucket_cap_bytes));
+  if (options_.gradient_as_bucket_view) {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      Tensor slot = transport_.slot(i).view(params_[i].shape());
+      if (old_grads[i].defined()) slot.copy_(old_grads[i]);
+      params_[i].set_grad(slot);
+    }
+  }
+}
+
+void Reducer::prepare_for_forward() {
+  RG_CHECK(error_.empty(), error_);
+  if (backward_started_) reset_for_next_backward();  // a backward that threw half-way
+}
+
+bool Reducer::scale_into_slot(size_t i) {
+  NoGradGuard no_grad;
+  Tensor grad = params_[i].grad();
+  Tensor slot = transport_.slot(i);
+  double scale = 1.0 / group_.size();
+  bool is_view =
+      grad.defined() && grad.storage() == slot.storage() && grad.offset() == slot.offset();
+  if (is_view) {
+    slot.mul_(scale);
+    return false;
+  }
+  if (!grad.defined()) {
+    slot.zero_();
+    return false;
+  }
+  // One pass: slot = grad * (1/world).
+  RG_KERNEL(slot.device(), binary)
+  (BinaryOp::mul, slot, grad.reshape({-1}),
+   scalar_tensor(scale, slot.dtype(), slot.device()).expand(slot.shape()));
+  return true;
+}
+
+void Reducer::mark_ready(size_t i) {
+  if (!require_sync_) return;  // no_sync: gradients accumulate locally in .grad
+  if (!backward_started_) {
+    backward_started_ = true;
+    backward_start_ = Clock::now();
+    queue_callback([alive = std::weak_ptr<bool>(alive_), this] {
+      if (auto a = alive.lock(); a && *a) finalize_backward();
+    });
+  }
+  RG_CHECK(!ready_[i], "DistributedDataParallel: parameter '", names_[i],
+           "' received its gradient twice in one backward; call backward once per forward "
+           "(or use no_sync for gradient accumulation)");
+  ready_[i] = true;
+  ready_order_.push_back(i);
+  transport_.poll_completions();
+  if (scale_into_slot(i) && options_.gradient_as_bucket_view)
+    params_[i].set_grad(transport_.slot(i).view(params_[i].shape()));
+  if (options_.trace)
+    options_.trace->instant(group_.rank(), "backward", "grad ready: " + names_[i], Clock::now());
+  if (transport_.mark_filled(i) && options_.overlap) transport_.launch_ready();
+}
+
+void Reducer::finalize_backward() {
+  transport_.poll_completions();
+  auto backward_end = Clock::now();
+  fail_for_missing_gradients(contribute_unused_parameters());
+  transport_.launch_ready();
+  RG_CHECK(transport_.all_launched(), "Reducer: internal error: a bucket was not launched");
+  transport_.wait_all(backward_start_, backward_end);
+  if (!options_.gradient_as_bucket_view) write_averaged_gradients();
+  std::vector<size_t> order = ready_order_;
+  reset_for_next_backward();
+  if (!rebuilt_) rebuild_from_ready_order(std::move(order));
+}
+
+// Parameters that got no gradient this backward: with find_unused_parameters they
+// contribute their local gradient if any (accumulated inside no_sync), else zero, so every
+// bucket completes on every rank; otherwise their names are returned.
+std::vector<std::string> Reducer::contribute_unused_parameters() {
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (ready_[i]) continue;
+    if (!options_.find_unused_parameters) {
+      missing.push_back(names_[i]);
+      continue;
+    }
+    scale_into_slot(i);
+    ready_[i] = true;
+    transport_.mark_filled(i);
+  }
+  return missing;
+}
+
+void Reducer::fail_for_missing_gradients(const std::vector<std::string>& missing) {
+  if (missing.empty()) return;
+  std::ostringstream os;
+  os << "DistributedDataParallel: rank " << group_.rank() << ": " << missing.size()
+     << " parameter(s) received no gradient in this backward: ";
+  for (size_t k = 0; k < missing.size() && k < 8; ++k)
+    os << (k ? ", " : "") << "'" << missing[k] << "'";
+  if (missing.size() > 8) os << ", ...";
+  os << ". Their buckets can never be all-reduced. If some parameters are unused in the "
+        "forward, construct DistributedDataParallel with find_unused_parameters = true.";
+  error_ = os.str();
+  group_.abort(error_);  // the other ranks fail now, naming this rank, instead of hanging
+  reset_for_next_backward();
+  RG_FAIL(error_);
+}
+
+void Reducer::write_averaged_gradients() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor averaged = transport_.slot(i).view(params_[i].shape());
+    Tensor grad = params_[i].grad();
+    if (grad.defined())
+      grad.copy_(averaged);
+    else
+      params_[i].set_grad(averaged.clone());
+  }
+}
+
+// Once, after the first iteration: every rank takes rank 0's observed gradient-ready order
+// (parameters that never became ready go last) and builds identical buckets from it.
+void Reducer::rebuild_from_ready_order(std::vector<size_t> order) {
+  rebuilt_ = true;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  Tensor shared = empty({static_cast<int64_t>(order.size())}, DType::i64, kCPU);
+  for (size_t k = 0; k < order.size(); ++k)
+    shared.data<int64_t>()[k] = static_cast<int64_t>(order[k]);
+  group_.broadcast(shared, 0)->wait();
+  std::vector<size_t> agreed(order.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    agreed[k] = static_cast<size_t>(shared.data<int64_t>()[k]);
+  build_buckets(agreed);
+}
+
+void Reducer::reset_for_next_backward() {
+  std::fill(ready_.begin(), ready_.end(), false);
+  ready_order_.clear();
+  transport_.reset();
+  backward_started_ = false;
+}
+
+}  // namespace rg::nn

@@ -1,0 +1,88 @@
+// Reducer: the autograd half of DistributedDataParallel's gradient averaging; the buckets
+// and their communication are dist::BucketTransport's (dist/bucket_transport.h).
+//
+// Each parameter's post-accumulate-grad hook copies its gradient into its bucket slot,
+// scaled by 1/world in the same pass, and marks it filled; a bucket whose last gradient is
+// in is launched while backward goes on. At the end of backward (queue_callback) the
+// reducer finishes the iteration in phases: unused parameters, all buckets launched and
+// waited for, the averaged gradients written to .grad, and — after the first iteration —
+// the buckets rebuilt once from the observed gradient-ready order, which rank 0
+// broadcasts so that every rank builds the same buckets.
+//
+// Inside no_sync (require_sync = false) the hooks do nothing: gradients accumulate in .grad
+// locally, and the first synchronised backward all-reduces the accumulated sums — exactly
+// one all-reduce per bucket per optimizer step.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/bucket_transport.h"
+#include "dist/process_group.h"
+#include "dist/trace.h"
+
+namespace rg::nn {
+
+struct ReducerOptions {
+  size_t bucket_cap_bytes = size_t(25) << 20;
+  size_t first_bucket_cap_bytes = size_t(1) << 20;
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  bool overlap = true;  // false: launch every bucket only after backward (for comparison)
+  dist::CommHook comm_hook = dist::allreduce_hook;
+  std::shared_ptr<dist::TraceRecorder> trace;  // null: no timeline
+};
+
+class Reducer {
+ public:
+  // params in registration order; all must require grad.
+  Reducer(std::vector<Tensor> params, std::vector<std::string> names, dist::ProcessGroup& group,
+          ReducerOptions options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Called before each forward: checks the previous iteration finished cleanly.
+  void prepare_for_forward();
+  void set_require_sync(bool sync) { require_sync_ = sync; }
+  bool require_sync() const { return require_sync_; }
+
+  // Bucket layout: indices into params, bucket by bucket.
+  std::vector<std::vector<size_t>> bucket_assignment() const { return transport_.assignment(); }
+  size_t bucket_count() const { return transport_.bucket_count(); }
+  const dist::BucketStats& stats() const { return transport_.stats(); }
+  bool buckets_rebuilt() const { return rebuilt_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void build_buckets(const std::vector<size_t>& order);
+  void mark_ready(size_t param_index);
+  // The end of backward, phase by phase.
+  void finalize_backward();
+  std::vector<std::string> contribute_unused_parameters();
+  void fail_for_missing_gradients(const std::vector<std::string>& missing);
+  void write_averaged_gradients();
+  void rebuild_from_ready_order(std::vector<size_t> order);
+  void reset_for_next_backward();
+  // slot = grad * (1/world), in place when .grad already is the slot, zero without a .grad.
+  // Returns whether it copied from a separate .grad.
+  bool scale_into_slot(size_t param_index);
+
+  std::vector<Tensor> params_;
+  std::vector<std::string> names_;
+  dist::ProcessGroup& group_;
+  ReducerOptions options_;
+  dist::BucketTransport transport_;
+  std::vector<bool> ready_;
+  std::vector<size_t> ready_order_;  // this backward
+  bool require_sync_ = true;
+  bool backward_started_ = false;
+  bool rebuilt_ = false;
+  std::string error_;  // sticky failure of the last backward
+  Clock::time_point backward_start_;
+  std::shared_ptr<bool> alive_;  // hooks outlive the reducer; they check this
+};
+
+}  // namespace rg::nn

@@ -1,0 +1,101 @@
+// The transport under DDP without autograd: the collectives' local arithmetic through the
+// kernel table on host-memory devices (cpu, sim), the bucket plan, and BucketTransport's
+// in-order launches and waits on a threads group.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dist/bucket_transport.h"
+#include "dist/buffer_math.h"
+#include "dist/threads_group.h"
+
+using namespace rg;
+using namespace rg::dist;
+
+namespace {
+
+Tensor filled(const std::vector<float>& values, Device device, DType dtype = DType::f32) {
+  Tensor host = empty({static_cast<int64_t>(values.size())}, DType::f32);
+  std::copy(values.begin(), values.end(), host.data<float>());
+  Tensor same = empty(host.shape(), DType::f32, device);
+  copy_buffer(same, host);  // across devices: bytes
+  if (dtype == DType::f32) return same;
+  Tensor t = empty(host.shape(), dtype, device);
+  copy_buffer(t, same);  // on the device: a converting copy
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("buffer_math: sum, max (NaN wins), average and conversions on cpu and sim") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::string name : {"cpu", "sim"}) {
+    CAPTURE(name);
+    Device d = Device::parse(name);
+    Tensor acc = filled({1, -2, 3.5f}, d);
+    reduce_into(acc, filled({2, 5, 0.5f}, d), CombineOp::sum);
+    CHECK(acc.to_vector<float>() == std::vector<float>{3, 3, 4});
+    reduce_into(acc, filled({nan, 7, -1}, d), CombineOp::max);
+    std::vector<float> m = acc.to_vector<float>();
+    CHECK(std::isnan(m[0]));
+    CHECK(m[1] == 7);
+    CHECK(m[2] == 4);
+    Tensor avg = filled({3, 6, -9}, d);
+    divide_by(avg, 3);
+    CHECK(avg.to_vector<float>() == std::vector<float>{1, 2, -3});
+    Tensor half = filled({1.5f, -2.25f, 1000}, d, DType::bf16);  // converting copy f32 -> bf16
+    CHECK(half.dtype() == DType::bf16);
+    Tensor back = empty({3}, DType::f32, d);
+    copy_buffer(back, half);
+    CHECK(back.to_vector<float>() == std::vector<float>{1.5f, -2.25f, 1000});
+    CHECK_THROWS_WITH_AS(reduce_into(acc, filled({1, 2, 3}, d, DType::f64), CombineOp::sum),
+                         doctest::Contains("reduce_into: dtypes float32 and float64"), Error);
+    CHECK_THROWS_WITH_AS(divide_by(empty({2}, DType::i32, d), 2),
+                         doctest::Contains("divide_by: unsupported dtype int32"), Error);
+  }
+}
+
+TEST_CASE("plan_buckets: in order, per dtype, closed at the caps (the first one smaller)") {
+  std::vector<Tensor> members{empty({4}), empty({4}), empty({4}, DType::f64), empty({8}),
+                              empty({2})};  // 16, 16, 32, 32, 8 bytes
+  auto layout = plan_buckets(members, {4, 3, 2, 1, 0}, 8, 40);
+  // 4 fills the first bucket (8 >= 8); 3 and 1 share f32 (32 + 16 >= 40); 2 (f64) and 0 stay open.
+  REQUIRE(layout.size() == 4);
+  CHECK(layout[0] == std::vector<size_t>{4});
+  CHECK(layout[1] == std::vector<size_t>{3, 1});
+}
+
+TEST_CASE("BucketTransport: slots, launches strictly in bucket order, averaged results") {
+  CHECK_NOTHROW(run_threads(2, [](ProcessGroup& pg) {
+    const int r = pg.rank();
+    std::vector<Tensor> members{empty({2}), empty({3}), empty({1})};
+    BucketTransport transport(pg, allreduce_hook, nullptr);
+    transport.assign(members, {{2}, {1, 0}});
+    RG_CHECK(transport.bucket_count() == 2, "two buckets");
+    RG_CHECK(transport.slot(0).numel() == 2 && transport.slot(1).numel() == 3, "slot sizes");
+    // Bucket 1 completes first, but must not launch before bucket 0.
+    for (size_t i : {1, 0}) {
+      Tensor s = transport.slot(i);
+      for (int64_t k = 0; k < s.numel(); ++k) s.data<float>()[k] = float(r + 1);
+    }
+    RG_CHECK(!transport.mark_filled(1), "bucket 1 still waits for member 0");
+    RG_CHECK(transport.mark_filled(0), "member 0 completes bucket 1");
+    transport.launch_ready();
+    RG_CHECK(transport.stats().buckets_launched == 0, "bucket 1 launched before bucket 0");
+    transport.slot(2).data<float>()[0] = 10.0f * (r + 1);
+    RG_CHECK(transport.mark_filled(2), "member 2 completes bucket 0");
+    transport.launch_ready();
+    RG_CHECK(transport.all_launched() && transport.stats().buckets_launched == 2, "launched");
+    auto now = BucketTransport::Clock::now();
+    transport.wait_all(now, now);
+    const std::vector<float> summed{3, 3};
+    RG_CHECK(transport.slot(0).to_vector<float>() == summed, "sum of ranks");
+    RG_CHECK(transport.slot(2).item() == 30.0, "sum of ranks");
+    transport.reset();
+    RG_CHECK(!transport.all_launched(), "reset: nothing launched");
+    RG_CHECK(transport.mark_filled(2), "reset: member 2 completes bucket 0 again");
+  }));
+}

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/device_interface.h"
+#include "core/dispatch.h"
 
 namespace rg {
 
@@ -27,8 +28,8 @@ void* Tensor::data_ptr() const {
 }
 
 double Tensor::item() const {
-  RG_CHECK(numel() == 1, "item: tensor of shape ", shape_str(shape()),
-           " has ", numel(), " elements, expected 1");
+  RG_CHECK(numel() == 1, "item: tensor of shape ", shape_str(shape()), " has ", numel(),
+           " elements, expected 1");
   return to_vector<double>()[0];
 }
 
@@ -36,7 +37,7 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   Tensor host = to(kCPU).contiguous();
   std::vector<T> out(host.numel());
-  RG_DISPATCH_ALL(host.dtype(), "to_vector", [&]<typename S>() {
+  dispatch_dtype<DTypes::all>(host.dtype(), "to_vector", [&]<typename S>(TypeTag<S>) {
     const S* p = static_cast<const S*>(host.data_ptr());
     for (int64_t i = 0; i < host.numel(); ++i) out[i] = static_cast<T>(static_cast<double>(p[i]));
   });

@@ -63,10 +63,12 @@ Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>
   if (op == ReduceOp::sum && !is_floating(x.dtype())) x = x.to(DType::i64);
   if (op == ReduceOp::mean)
     RG_CHECK(is_floating(x.dtype()), "mean: needs a floating-point input, got ", x.dtype());
-  if (op == ReduceOp::max || op == ReduceOp::min)
+  if (op == ReduceOp::max || op == ReduceOp::min) {
+    RG_CHECK(x.dtype() != DType::b8, name, ": not supported for bool tensors");
     for (int64_t d : dims)
       RG_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ",
                shape_str(x.shape()), ")");
+  }
   Tensor out = reduce_raw(op, x, dims, x.dtype());
   Tensor result = keepdim ? out : drop_dims(out, dims);
   if (!needs_grad({x})) return result;
@@ -89,6 +91,7 @@ Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>
 Tensor arg_reduce(ReduceOp op, const Tensor& x, int64_t dim, bool keepdim) {
   const char* name = op == ReduceOp::argmax ? "argmax" : "argmin";
   check_defined(name, x, "input");
+  RG_CHECK(x.dtype() != DType::b8, name, ": not supported for bool tensors");
   int64_t d = wrap_dim(dim, x.dim(), name);
   if (x.dim() == 0) return zeros({}, DType::i64, x.device());
   RG_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ",

@@ -28,7 +28,7 @@ struct BinaryGradFn {
 
 template <typename Fn>
 void binary_with(Fn, const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_all(a.dtype(), op_name(Fn::op), [&](auto tag) {
+  dispatch_dtype<DTypes::all, bf16>(a.dtype(), op_name(Fn::op), [&](auto tag) {
     using In = typename decltype(tag)::type;
     if constexpr (scalar::admits<Fn::rule, In>) {
       using Out = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, In>;
@@ -45,7 +45,7 @@ void binary_backward_with(Fn, int which, const Tensor& grad_in, const Tensor& gr
   if constexpr (Fn::rule == DTypeRule::boolean) {
     RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
   } else {
-    dispatch_float(a.dtype(), op_name(Fn::op), [&](auto tag) {
+    dispatch_dtype<DTypes::floating, bf16>(a.dtype(), op_name(Fn::op), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if (which == 0)
         elementwise<T, T, T, T, T>(op_name(Fn::op), BinaryGradFn<Fn, 0, T>{}, grad_in,

@@ -12,7 +12,7 @@ struct FillFn {
 };
 
 void run_fill(const Tensor& out, double value) {
-  dispatch_all(out.dtype(), "fill", [&](auto tag) {
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     elementwise<T>("fill", FillFn<T>{convert<T>(value)}, out, {});
   });
@@ -20,7 +20,5 @@ void run_fill(const Tensor& out, double value) {
 
 }  // namespace
 
-void register_fill_kernels(KernelTable& k) {
-  k.fill = run_fill;
-}
+void register_fill_kernels(KernelTable& k) { k.fill = run_fill; }
 }  // namespace rg::RG_BACKEND

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cli.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
 #include "dist/reduce.h"
@@ -39,6 +40,7 @@ struct Config {
   DType dtype = DType::f32;
 };
 
+// "4096", "4K", "64M", "1G" (binary units) -> bytes; -1 when it is not such a size.
 int64_t parse_bytes(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -46,30 +48,44 @@ int64_t parse_bytes(const std::string& s) {
   int64_t scale = unit == "K" || unit == "k"   ? 1 << 10
                   : unit == "M" || unit == "m" ? 1 << 20
                   : unit == "G" || unit == "g" ? int64_t(1) << 30
-                                               : 1;
+                  : unit.empty()               ? 1
+                                               : -1;
+  if (end == s.c_str() || scale < 0 || !(v >= 1) || v * scale > double(int64_t(1) << 40)) return -1;
   return static_cast<int64_t>(v * scale);
 }
 
+const CLI::Validator kByteSize(
+    [](std::string& s) {
+      return parse_bytes(s) > 0 ? std::string()
+                                : "'" + s + "' is not a size like 4096, 4K, 64M or 1G";
+    },
+    "SIZE");
+
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--backend")
-      c.backend = value;
-    else if (flag == "--nproc")
-      c.nproc = std::atoi(value.c_str());
-    else if (flag == "--min-bytes")
-      c.min_bytes = parse_bytes(value);
-    else if (flag == "--max-bytes")
-      c.max_bytes = parse_bytes(value);
-    else if (flag == "--factor")
-      c.factor = std::max(2, std::atoi(value.c_str()));
-    else if (flag == "--dtype")
-      c.dtype = value == "f64" ? DType::f64 : value == "bf16" ? DType::bf16 : DType::f32;
-    else {
-      std::fprintf(stderr, "allreduce: unknown flag %s\n", flag.c_str());
-      std::exit(2);
-    }
+  std::string min_bytes = "4K", max_bytes = "64M", dtype = "f32";
+  CLI::App app{
+      "allreduce: ring all-reduce time, algbw and busbw per size (nccl-tests format) against "
+      "gather+reduce+send back (threads, tcp) or ncclAllReduce (nccl), measured in the same run",
+      "allreduce"};
+  bench::show_defaults(app);
+  app.add_option("--backend", c.backend, "process group(s) to measure (nccl: under rgrun)")
+      ->check(CLI::IsMember({"threads", "tcp", "nccl", "all"}));
+  app.add_option("--nproc", c.nproc, "ranks (threads or forked processes)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--min-bytes", min_bytes, "smallest message size")->check(kByteSize);
+  app.add_option("--max-bytes", max_bytes, "largest message size")->check(kByteSize);
+  app.add_option("--factor", c.factor, "each size is the previous one times this")
+      ->check(CLI::Range(2, 1 << 20));
+  app.add_option("--dtype", dtype, "element type")->check(CLI::IsMember({"f32", "f64", "bf16"}));
+  bench::parse_flags(app, argc, argv);
+  c.min_bytes = parse_bytes(min_bytes);
+  c.max_bytes = parse_bytes(max_bytes);
+  c.dtype = dtype == "f64" ? DType::f64 : dtype == "bf16" ? DType::bf16 : DType::f32;
+  if (c.min_bytes > c.max_bytes) {
+    std::fprintf(stderr, "allreduce: --min-bytes %s is above --max-bytes %s\n", min_bytes.c_str(),
+                 max_bytes.c_str());
+    std::exit(2);
   }
   return c;
 }

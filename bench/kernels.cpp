@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/cli.h"
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
@@ -45,13 +46,19 @@ Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Device device =
-      device_available(DeviceType::cuda) ? Device(DeviceType::cuda) : Device(DeviceType::sim);
+  std::string device_name = device_available(DeviceType::cuda) ? "cuda" : "sim";
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = Device(argv[++i]);
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-  }
+  CLI::App app{
+      "kernels: GB/s of each memory-bound GPU kernel against a device memcpy in the same run, "
+      "and matmul through ringgrad against raw cuBLAS (on sim only a smoke run)",
+      "kernels"};
+  bench::show_defaults(app);
+  app.add_option("--device", device_name, "device to measure (cuda when one is present)")
+      ->check(CLI::IsMember({"cuda", "sim"}));
+  app.add_flag("--quick", quick,
+               "smaller tensors on cuda, 2^24 instead of 2^26 elements (default: off)");
+  bench::parse_flags(app, argc, argv);
+  const Device device(device_name);
   const bool gpu = device.is_cuda();
   const KernelTable& k = kernel_table(device.type);
   const int64_t n = gpu ? (quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;

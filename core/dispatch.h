@@ -8,8 +8,7 @@
 // The set names the dtypes the kernel is written for; any other dtype throws rg::Error
 // naming `op` (the op layer has already rejected it, so this is a last line of defence).
 // Device code passes its own bf16 storage type as the second template argument
-// (kernels/cuda/common.cuh: dispatch_dtype<DTypes::all, bf16>), and, compiled by nvcc in
-// C++17, writes the lambda as [&](auto tag) { using T = typename decltype(tag)::type; ... }.
+// (kernels/cuda/common.cuh: dispatch_dtype<DTypes::all, bf16>); the lambda is the same.
 #pragma once
 #include <cstdint>
 

@@ -51,8 +51,7 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   cfg.block = dim3(256);
   cfg.stream = stream_for(param);
   cfg.uses_sync = false;
-  dispatch_dtype<DTypes::f32_f64>(param.dtype(), "adamw", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::f32_f64>(param.dtype(), "adamw", [&]<typename T>(TypeTag<T>) {
     AdamWScalars<T> s{T(1.0 - args.lr * args.weight_decay),
                       T(1.0 - args.beta1),
                       T(args.beta2),

@@ -19,10 +19,8 @@ void run_copy(const Tensor& out, const Tensor& in) {
     device_memcpy(out.data_ptr(), in.data_ptr(), out.nbytes(), stream_for(out));
     return;
   }
-  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "copy", [&](auto otag) {
-    using Out = typename decltype(otag)::type;
-    dispatch_dtype<DTypes::all, bf16>(in.dtype(), "copy", [&](auto itag) {
-      using In = typename decltype(itag)::type;
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "copy", [&]<typename Out>(TypeTag<Out>) {
+    dispatch_dtype<DTypes::all, bf16>(in.dtype(), "copy", [&]<typename In>(TypeTag<In>) {
       elementwise<Out, In>("copy", ConvertFn<Out, In>{}, out, {in});
     });
   });

@@ -129,8 +129,7 @@ void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& t
                   shape_str(logits.shape()));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index);
-  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(cross_entropy_kernel<T>, p.cfg, static_cast<T*>(loss.data_ptr()),
            loss.dim() == 0 ? int64_t(0) : loss.stride(0), static_cast<const T*>(logits.data_ptr()),
            static_cast<const int64_t*>(p.targets.data_ptr()), p.args);
@@ -150,8 +149,7 @@ void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, con
                   shape_str(logits.shape()));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index);
-  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(cross_entropy_backward_kernel<T>, p.cfg, static_cast<T*>(dlogits.data_ptr()),
            dlogits.stride(0), dlogits.stride(1), static_cast<const T*>(logits.data_ptr()),
            static_cast<const int64_t*>(p.targets.data_ptr()),

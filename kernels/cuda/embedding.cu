@@ -96,8 +96,7 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
              weight.stride(1), out.stride(0),  out.stride(1)};
   if (g.n * g.d == 0) return;
   DeviceErrorSlot error(out.device());
-  dispatch_dtype<DTypes::all, bf16>(weight.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_kernel<T>, config(op, g, out), static_cast<T*>(out.data_ptr()),
            static_cast<const T*>(weight.data_ptr()), static_cast<const int64_t*>(idx.data_ptr()), g,
            error.data());
@@ -119,8 +118,7 @@ void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
              grad_weight.stride(1), grad_out.stride(0),  grad_out.stride(1)};
   if (g.n * g.d == 0) return;
   DeviceErrorSlot error(grad_weight.device());
-  dispatch_dtype<DTypes::floating, bf16>(grad_weight.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(grad_weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_backward_kernel<T>, config(op, g, grad_weight),
            static_cast<T*>(grad_weight.data_ptr()), static_cast<const T*>(grad_out.data_ptr()),
            static_cast<const int64_t*>(idx.data_ptr()), g, error.data());

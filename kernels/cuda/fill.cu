@@ -12,8 +12,7 @@ struct FillFn {
 };
 
 void run_fill(const Tensor& out, double value) {
-  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "fill", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "fill", [&]<typename T>(TypeTag<T>) {
     elementwise<T>("fill", FillFn<T>{convert<T>(value)}, out, {});
   });
 }

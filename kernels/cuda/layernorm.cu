@@ -115,8 +115,7 @@ void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, co
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   if (n == 0) return;
   Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
-  dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     launch(layernorm_kernel<T, S>, row_config("layernorm", n, c, x), ptr_or_null<T>(out),
            ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),
@@ -132,8 +131,8 @@ void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tenso
                   "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   Tensor g = contiguous_as(dy, x.dtype()), w = contiguous_as(weight, x.dtype());
-  dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating,
+                 bf16>(x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     if (dx.defined() && n > 0)
       launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),

@@ -184,8 +184,7 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
   if (outputs == 0) return;
   auto kept = make_offset_calc<2>(name, kept_shape, {&kept_out, &kept_in});
   auto reduced = make_offset_calc<1>(name, reduced_shape, {&reduced_in});
-  dispatch_dtype<DTypes::numeric, bf16>(in.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::numeric, bf16>(in.dtype(), name, [&]<typename T>(TypeTag<T>) {
     switch (op) {
 #define RG_CASE(op_)  \
   case ReduceOp::op_: \

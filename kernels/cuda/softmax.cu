@@ -132,8 +132,7 @@ void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   RG_DEBUG_ASSERT(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
   Geometry g = geometry(in, dim, op);
   if (in.numel() == 0) return;
-  dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* y = static_cast<T*>(out.data_ptr());
     auto* x = static_cast<const T*>(in.data_ptr());
     LaunchConfig cfg = config_for(op, g, out);
@@ -153,8 +152,7 @@ void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const T
                   ": shapes differ");
   Geometry g = geometry(y, dim, op);
   if (y.numel() == 0) return;
-  dispatch_dtype<DTypes::floating, bf16>(y.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* dx = static_cast<T*>(grad_in.data_ptr());
     auto* dy = static_cast<const T*>(grad_out.data_ptr());
     auto* yy = static_cast<const T*>(y.data_ptr());

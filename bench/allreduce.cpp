@@ -6,12 +6,11 @@
 //
 //   bench/allreduce [--backend threads|tcp|nccl|all] [--nproc N] [--min-bytes 4K]
 //                   [--max-bytes 64M] [--factor 4] [--dtype f32|f64|bf16]
-// tcp ranks are forked processes joined through a store hosted by rank 0; nccl needs
+// tcp ranks are forked processes joined through a store hosted by this process; nccl needs
 // one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it).
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,9 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/buffer_math.h"
+#include "bench/cli.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
+#include "dist/buffer_math.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
@@ -40,6 +40,7 @@ struct Config {
   DType dtype = DType::f32;
 };
 
+// "4096", "4K", "64M", "1G" (binary units) -> bytes; -1 when it is not such a size.
 int64_t parse_bytes(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -47,30 +48,44 @@ int64_t parse_bytes(const std::string& s) {
   int64_t scale = unit == "K" || unit == "k"   ? 1 << 10
                   : unit == "M" || unit == "m" ? 1 << 20
                   : unit == "G" || unit == "g" ? int64_t(1) << 30
-                                               : 1;
+                  : unit.empty()               ? 1
+                                               : -1;
+  if (end == s.c_str() || scale < 0 || !(v >= 1) || v * scale > double(int64_t(1) << 40)) return -1;
   return static_cast<int64_t>(v * scale);
 }
 
+const CLI::Validator kByteSize(
+    [](std::string& s) {
+      return parse_bytes(s) > 0 ? std::string()
+                                : "'" + s + "' is not a size like 4096, 4K, 64M or 1G";
+    },
+    "SIZE");
+
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--backend")
-      c.backend = value;
-    else if (flag == "--nproc")
-      c.nproc = std::atoi(value.c_str());
-    else if (flag == "--min-bytes")
-      c.min_bytes = parse_bytes(value);
-    else if (flag == "--max-bytes")
-      c.max_bytes = parse_bytes(value);
-    else if (flag == "--factor")
-      c.factor = std::max(2, std::atoi(value.c_str()));
-    else if (flag == "--dtype")
-      c.dtype = value == "f64" ? DType::f64 : value == "bf16" ? DType::bf16 : DType::f32;
-    else {
-      std::fprintf(stderr, "allreduce: unknown flag %s\n", flag.c_str());
-      std::exit(2);
-    }
+  std::string min_bytes = "4K", max_bytes = "64M", dtype = "f32";
+  CLI::App app{
+      "allreduce: ring all-reduce time, algbw and busbw per size (nccl-tests format) against "
+      "gather+reduce+send back (threads, tcp) or ncclAllReduce (nccl), measured in the same run",
+      "allreduce"};
+  bench::show_defaults(app);
+  app.add_option("--backend", c.backend, "process group(s) to measure (nccl: under rgrun)")
+      ->check(CLI::IsMember({"threads", "tcp", "nccl", "all"}));
+  app.add_option("--nproc", c.nproc, "ranks (threads or forked processes)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--min-bytes", min_bytes, "smallest message size")->check(kByteSize);
+  app.add_option("--max-bytes", max_bytes, "largest message size")->check(kByteSize);
+  app.add_option("--factor", c.factor, "each size is the previous one times this")
+      ->check(CLI::Range(2, 1 << 20));
+  app.add_option("--dtype", dtype, "element type")->check(CLI::IsMember({"f32", "f64", "bf16"}));
+  bench::parse_flags(app, argc, argv);
+  c.min_bytes = parse_bytes(min_bytes);
+  c.max_bytes = parse_bytes(max_bytes);
+  c.dtype = dtype == "f64" ? DType::f64 : dtype == "bf16" ? DType::bf16 : DType::f32;
+  if (c.min_bytes > c.max_bytes) {
+    std::fprintf(stderr, "allreduce: --min-bytes %s is above --max-bytes %s\n", min_bytes.c_str(),
+                 max_bytes.c_str());
+    std::exit(2);
   }
   return c;
 }
@@ -142,31 +157,16 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
   }
 }
 
-// The ranks are forked first and rank 0 hosts the store (as in a real job): forking while
-// this process ran store threads could leave a child holding a lock forever. Rank 0 tells the
-// others its port through a pipe each.
 void run_tcp(const Config& c) {
-  std::vector<std::array<int, 2>> port_pipes(c.nproc);
-  for (auto& p : port_pipes)
-    if (pipe(p.data()) != 0) throw Error("bench/allreduce: pipe failed");
+  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true);
+  const int port = server->port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < c.nproc; ++rank) {
     pid_t pid = fork();
     if (pid == 0) {
-      for (auto& p : port_pipes) close(p[rank == 0 ? 0 : 1]);  // EOF if rank 0 dies first
       int code = 0;
       try {
-        std::shared_ptr<TcpStore> store;
-        int port = 0;
-        if (rank == 0) {
-          store = std::make_shared<TcpStore>("127.0.0.1", 0, true);
-          port = store->port();
-          for (int q = 1; q < c.nproc; ++q) (void)!write(port_pipes[q][1], &port, sizeof(port));
-        } else {
-          RG_CHECK(read(port_pipes[rank][0], &port, sizeof(port)) == sizeof(port), "rank ", rank,
-                   ": rank 0 did not start the store");
-          store = std::make_shared<TcpStore>("127.0.0.1", port, false);
-        }
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false);
         auto pg = make_tcp_group(store, rank, c.nproc);
         run_rank(*pg, c, "tcp (shared memory within the host)");
       } catch (const std::exception& e) {
@@ -178,7 +178,6 @@ void run_tcp(const Config& c) {
     }
     pids.push_back(pid);
   }
-  for (auto& p : port_pipes) close(p[0]), close(p[1]);
   for (pid_t pid : pids) waitpid(pid, nullptr, 0);
 }
 

@@ -4,12 +4,14 @@
 //  3. a bucket_cap_mb sweep (1, 5, 25, 100) printing step time and bucket count;
 //  4. the gradient memory that gradient_as_bucket_view saves.
 // Usage: ddp [layers width steps]   (model: a GPT of `layers` x `width`, vocab 512, T 64)
+#include "nn/ddp.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench/cli.h"
 #include "dist/threads_group.h"
-#include "nn/ddp.h"
 #include "ringgrad.h"
 
 using namespace rg;
@@ -75,12 +77,28 @@ Result run(bool use_ddp, double cap_mb, bool grad_view) {
   return result;
 }
 
+void parse(int argc, char** argv) {
+  CLI::App app{
+      "ddp: DistributedDataParallel on 2 CPU thread ranks: step time against no communication, "
+      "the hidden share of the all-reduce, a bucket-cap sweep and gradient_as_bucket_view. "
+      "Arguments are positional: ddp [layers width steps]",
+      "ddp"};
+  bench::show_defaults(app);
+  app.add_option("layers", g_layers, "transformer blocks of the GPT")->check(CLI::Range(1, 256));
+  app.add_option("width", g_width, "model width (a multiple of the 4 heads)")
+      ->check(CLI::Range(4, 1 << 16));
+  app.add_option("steps", g_steps, "timed steps per measurement")->check(CLI::Range(1, 1 << 20));
+  bench::parse_flags(app, argc, argv);
+  if (g_width % 4 != 0) {
+    std::fprintf(stderr, "ddp: width %d must be a multiple of the 4 heads\n", g_width);
+    std::exit(2);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1) g_layers = std::atoi(argv[1]);
-  if (argc > 2) g_width = std::atoi(argv[2]);
-  if (argc > 3) g_steps = std::atoi(argv[3]);
+  parse(argc, argv);
   auto params = nn::GPT(config()).num_parameters();
   std::printf("bench/ddp: GPT %d layers x %d wide (%lld parameters, %.1f MiB of f32 gradients), "
               "world 2 (threads, 1 intra-op thread each), batch %dx%d per rank, %d steps\n",

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/cli.h"
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
@@ -41,24 +42,32 @@ Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
   return t;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Device device =
-      device_available(DeviceType::cuda) ? Device(DeviceType::cuda) : Device(DeviceType::sim);
+struct Flags {
+  Device device{DeviceType::sim};
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = Device(argv[++i]);
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-  }
-  const bool gpu = device.is_cuda();
-  const KernelTable& k = kernel_table(device.type);
-  const int64_t n = gpu ? (quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
-  const int iters = gpu ? 20 : 2;
-  std::printf("device %s, %lld f32 elements per tensor%s\n", device.str().c_str(),
-              static_cast<long long>(n),
-              gpu ? "" : " (sim: launch check only, figures meaningless)");
+};
 
+Flags parse(int argc, char** argv) {
+  std::string device_name = device_available(DeviceType::cuda) ? "cuda" : "sim";
+  Flags f;
+  CLI::App app{
+      "kernels: GB/s of each memory-bound GPU kernel against a device memcpy in the same run, "
+      "and matmul through ringgrad against raw cuBLAS (on sim only a smoke run)",
+      "kernels"};
+  bench::show_defaults(app);
+  app.add_option("--device", device_name, "device to measure (cuda when one is present)")
+      ->check(CLI::IsMember({"cuda", "sim"}));
+  app.add_flag("--quick", f.quick,
+               "smaller tensors on cuda, 2^24 instead of 2^26 elements (default: off)");
+  bench::parse_flags(app, argc, argv);
+  f.device = Device(device_name);
+  return f;
+}
+
+// Each memory-bound kernel on n f32 elements (rows of 1024 where it has rows), in GB/s
+// against a device memcpy of the same tensor.
+void memory_bound_table(Device device, int64_t n, int iters) {
+  const KernelTable& k = kernel_table(device.type);
   Tensor a = filled({n}, DType::f32, device, 1.0), b = filled({n}, DType::f32, device, 2.0);
   Tensor out = empty({n}, DType::f32, device);
   double memcpy_ms = time_ms(device, iters, [&] { k.copy(out, a); });
@@ -103,8 +112,13 @@ int main(int argc, char** argv) {
   report("cross_entropy rows of 1024", n * 4.0, [&] { k.cross_entropy(loss, a2, targets, -100); });
   report("random normal", n * 4.0, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, [&] { k.adamw(out, a, m, v, adamw); });
+}
 
-  // matmul: ringgrad's kernel (transpose plumbing included) vs the raw cuBLAS call
+// matmul: ringgrad's kernel (transpose plumbing included) against the raw cuBLAS call, f32
+// (and tf32 on cuda), then bf16.
+void matmul_table(Device device) {
+  const KernelTable& k = kernel_table(device.type);
+  const bool gpu = device.is_cuda();
   int64_t s = gpu ? 4096 : 128;
   for (bool tf32 : {false, true}) {
     if (tf32 && !gpu) break;
@@ -149,11 +163,30 @@ int main(int argc, char** argv) {
     std::printf("matmul %lld^3 bf16: ringgrad %.1f TFLOP/s\n", static_cast<long long>(s),
                 2.0 * s * s * s / ms / 1e9);
   }
+}
+
+void print_allocator_stats(Device device) {
   AllocatorStats st = memory_stats(device);
   std::printf(
       "allocator: allocated %.1f MiB, reserved %.1f MiB, peak %.1f MiB, %llu system allocations\n",
       st.allocated / 1048576.0, st.reserved / 1048576.0, st.peak_allocated / 1048576.0,
       static_cast<unsigned long long>(st.system_allocs));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = parse(argc, argv);
+  const Device device = flags.device;
+  const bool gpu = device.is_cuda();
+  const int64_t n = gpu ? (flags.quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
+  const int iters = gpu ? 20 : 2;
+  std::printf("device %s, %lld f32 elements per tensor%s\n", device.str().c_str(),
+              static_cast<long long>(n),
+              gpu ? "" : " (sim: launch check only, figures meaningless)");
+  memory_bound_table(device, n, iters);
+  matmul_table(device);
+  print_allocator_stats(device);
   std::printf("kernels bench: OK\n");
   return 0;
 }

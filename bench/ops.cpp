@@ -23,6 +23,7 @@
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 
+#include "bench/cli.h"
 #include "core/parallel.h"
 #include "ops/ops.h"
 
@@ -141,7 +142,12 @@ void add_vs_memcpy() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ops: CPU op dispatch latency, large-op throughput at 1 and all threads, GEMM against "
+      "Eigen and add against memcpy (no flags)",
+      "ops"};
+  rg::bench::parse_flags(app, argc, argv);
   int hw = rg::get_num_threads();
   rg::manual_seed(0);
   std::printf("ringgrad op benchmarks (CPU, %d hardware threads)\n", hw);

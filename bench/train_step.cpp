@@ -6,7 +6,9 @@
 // The MLP uses the tanh GELU, as ../shared/perf/torch_gpt_step.py (bench/vs_pytorch compares the
 // two). Minor page faults per steady-state step show whether a step still takes fresh pages
 // from the OS (the goal is 0 after warm-up).
-//   train_step [n_layer n_embd batch seq steps threads step_only]   (step_only=1: no accumulation part)
+//   train_step [n_layer n_embd batch seq steps threads step_only]   (step_only=1: no accumulation
+//   part)
+// (positional, as bench/vs_pytorch and docs/performance.md call it; --help lists them)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/cli.h"
 #include "nn/nn.h"
 #include "ringgrad.h"
 
@@ -40,38 +43,52 @@ Tensor tokens(std::mt19937& rng, int64_t B, int64_t T, int64_t V) {
   for (auto& x : v) x = rng() % V;
   return tensor(v, {B, T});
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  nn::GPTConfig c;
-  c.vocab_size = 512;
-  c.block_size = 64;
-  c.n_layer = argc > 1 ? std::atoi(argv[1]) : 2;
-  c.n_embd = argc > 2 ? std::atoi(argv[2]) : 128;
-  c.n_head = 4;
-  c.gelu_approximate = "tanh";
-  const int64_t B = argc > 3 ? std::atoi(argv[3]) : 8, T = argc > 4 ? std::atoi(argv[4]) : 64;
-  const int steps = argc > 5 ? std::atoi(argv[5]) : 10;
-  if (argc > 6) set_num_threads(std::atoi(argv[6]));
-  c.block_size = T;
-  auto model = std::make_shared<nn::GPT>(c);
-  optim::AdamW opt(model->parameters(), {.lr = 1e-4});
-  std::mt19937 rng(0);
-  Tensor x = tokens(rng, B, T, c.vocab_size), y = tokens(rng, B, T, c.vocab_size);
-  std::printf(
-      "GPT n_layer=%lld n_embd=%lld vocab=%lld, batch %lld x %lld tokens, %lld params, %d "
-      "threads\n",
-      (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
-      (long long)T, (long long)model->num_parameters(), get_num_threads());
+struct Flags {
+  int64_t n_layer = 2, n_embd = 128, batch = 8, seq = 64;
+  int steps = 10, threads = 0, step_only = 0;
+};
 
-  // ---- full step: forward | backward | optimizer
+Flags parse(int argc, char** argv) {
+  Flags f;
+  CLI::App app{
+      "train_step: one GPT training step on the CPU split into forward, backward and AdamW, "
+      "tokens/s, and the cost of gradient accumulation per micro-step. Arguments are "
+      "positional: train_step [n_layer n_embd batch seq steps threads step_only]",
+      "train_step"};
+  bench::show_defaults(app);
+  app.add_option("n_layer", f.n_layer, "transformer blocks")->check(CLI::Range(1, 256));
+  app.add_option("n_embd", f.n_embd, "model width (a multiple of the 4 heads)")
+      ->check(CLI::Range(4, 1 << 16));
+  app.add_option("batch", f.batch, "sequences per step (a multiple of 4 for the accumulation part)")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("seq", f.seq, "tokens per sequence")->check(CLI::Range(1, 1 << 16));
+  app.add_option("steps", f.steps, "timed steps (after 2 warm-up steps)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("threads", f.threads, "intra-op threads (0: all hardware threads)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("step_only", f.step_only, "1: time the step only, skip the accumulation part")
+      ->check(CLI::Range(0, 1));
+  bench::parse_flags(app, argc, argv);
+  if (f.n_embd % 4 != 0) {
+    std::fprintf(stderr, "train_step: n_embd %lld must be a multiple of the 4 heads\n",
+                 static_cast<long long>(f.n_embd));
+    std::exit(2);
+  }
+  return f;
+}
+// The full step split into forward | backward | optimizer: medians over `steps` steps after
+// 2 warm-up steps, tokens/s, and minor page faults per steady-state step.
+void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Tensor& y,
+                    int steps) {
+  const int64_t B = x.size(0), T = x.size(1);
   std::vector<double> fwd, bwd, opt_t, total;
   long faults_after_warmup = 0;
   for (int s = 0; s < steps + 2; ++s) {
     if (s == 2) faults_after_warmup = minor_faults();
     opt.zero_grad();
     auto t0 = Clock::now();
-    Tensor loss = model->forward(x, y).second;
+    Tensor loss = model.forward(x, y).second;
     double f = seconds_since(t0);
     auto t1 = Clock::now();
     loss.backward();
@@ -90,10 +107,11 @@ int main(int argc, char** argv) {
   std::printf("tokens/s %8.0f\n", B * T / step);
   std::printf("page faults per step %.1f (after 2 warm-up steps)\n",
               double(minor_faults() - faults_after_warmup) / steps);
+}
 
-  if (argc > 7 && std::atoi(argv[7]) == 1) return 0;
-
-  // ---- accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows)
+// Accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows): accumulating
+// forward+backward against a plain one of the same micro-batch.
+void time_accumulation(nn::GPT& model, const Tensor& x, const Tensor& y, int steps) {
   const int64_t k = 4;
   auto xs = nn::split_micro_batches(x, k), ys = nn::split_micro_batches(y, k);
   const double total_targets = static_cast<double>(nn::count_targets(y));
@@ -102,19 +120,19 @@ int main(int argc, char** argv) {
   auto plain_round = [&] {
     double t = 0;
     for (int64_t i = 0; i < k; ++i) {  // plain: fresh gradients each micro-batch
-      model->zero_grad();
+      model.zero_grad();
       auto t0 = Clock::now();
-      model->forward(xs[i], ys[i]).second.backward();
+      model.forward(xs[i], ys[i]).second.backward();
       t += seconds_since(t0);
     }
     return t / k;
   };
   auto accum_round = [&] {
     double t = 0;
-    model->zero_grad();
+    model.zero_grad();
     for (int64_t i = 0; i < k; ++i) {  // accumulation: weighted sum loss, grads add up
       auto t0 = Clock::now();
-      nn::micro_batch_cross_entropy(model->forward(xs[i]), ys[i], total_targets).backward();
+      nn::micro_batch_cross_entropy(model.forward(xs[i]), ys[i], total_targets).backward();
       t += seconds_since(t0);
     }
     return t / k;
@@ -137,5 +155,32 @@ int main(int argc, char** argv) {
       100 * (*std::min_element(accum.begin(), accum.end()) /
                  *std::min_element(plain.begin(), plain.end()) -
              1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = parse(argc, argv);
+  nn::GPTConfig c;
+  c.vocab_size = 512;
+  c.n_layer = flags.n_layer;
+  c.n_embd = flags.n_embd;
+  c.n_head = 4;
+  c.gelu_approximate = "tanh";
+  const int64_t B = flags.batch, T = flags.seq;
+  if (flags.threads > 0) set_num_threads(flags.threads);
+  c.block_size = T;
+  auto model = std::make_shared<nn::GPT>(c);
+  optim::AdamW opt(model->parameters(), {.lr = 1e-4});
+  std::mt19937 rng(0);
+  Tensor x = tokens(rng, B, T, c.vocab_size), y = tokens(rng, B, T, c.vocab_size);
+  std::printf(
+      "GPT n_layer=%lld n_embd=%lld vocab=%lld, batch %lld x %lld tokens, %lld params, %d "
+      "threads\n",
+      (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
+      (long long)T, (long long)model->num_parameters(), get_num_threads());
+  time_full_step(*model, opt, x, y, flags.steps);
+  if (flags.step_only == 1) return 0;
+  time_accumulation(*model, x, y, flags.steps);
   return 0;
 }

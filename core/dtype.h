@@ -7,12 +7,12 @@
 
 namespace rg {
 
-#define RG_DTYPES(X) \
-  X(f32, float, 4)   \
-  X(f64, double, 8)  \
+#define RG_DTYPES(X)       \
+  X(f32, float, 4)         \
+  X(f64, double, 8)        \
   X(bf16, ::rg::bf16_t, 2) \
-  X(i32, int32_t, 4) \
-  X(i64, int64_t, 8) \
+  X(i32, int32_t, 4)       \
+  X(i64, int64_t, 8)       \
   X(b8, bool, 1)
 
 // bfloat16 storage type: the upper 16 bits of an IEEE f32.
@@ -56,35 +56,14 @@ bool is_floating(DType t);
 DType promote_types(DType a, DType b);
 inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
-template <typename T> struct dtype_of;
-#define RG_DTYPE_OF(name, type, size) \
-  template <> struct dtype_of<type> { static constexpr DType value = DType::name; };
+template <typename T>
+struct dtype_of;
+#define RG_DTYPE_OF(name, type, size)           \
+  template <>                                   \
+  struct dtype_of<type> {                       \
+    static constexpr DType value = DType::name; \
+  };
 RG_DTYPES(RG_DTYPE_OF)
 #undef RG_DTYPE_OF
 
 }  // namespace rg
-
-// RG_DISPATCH_FLOAT(dtype, "op", [&]<typename T>() {...}) calls the lambda with T = float or
-// double (not bf16: callers convert it first); RG_DISPATCH_ALL with the storage type of every
-// dtype: float, double, bf16_t, int32_t, int64_t and bool. Other dtypes throw naming "op".
-#define RG_DISPATCH_FLOAT(dtype, opname, ...)                                           \
-  [&] {                                                                                \
-    switch (dtype) {                                                                   \
-      case ::rg::DType::f32: return (__VA_ARGS__).template operator()<float>();                   \
-      case ::rg::DType::f64: return (__VA_ARGS__).template operator()<double>();                  \
-      default: RG_FAIL(opname, ": unsupported dtype ", ::rg::dtype_name(dtype));      \
-    }                                                                                  \
-  }()
-
-#define RG_DISPATCH_ALL(dtype, opname, ...)                                             \
-  [&] {                                                                                \
-    switch (dtype) {                                                                   \
-      case ::rg::DType::f32: return (__VA_ARGS__).template operator()<float>();                   \
-      case ::rg::DType::f64: return (__VA_ARGS__).template operator()<double>();                  \
-      case ::rg::DType::i32: return (__VA_ARGS__).template operator()<int32_t>();                 \
-      case ::rg::DType::i64: return (__VA_ARGS__).template operator()<int64_t>();                 \
-      case ::rg::DType::b8: return (__VA_ARGS__).template operator()<bool>();                     \
-      case ::rg::DType::bf16: return (__VA_ARGS__).template operator()<::rg::bf16_t>();           \
-    }                                                                                  \
-    RG_FAIL(opname, ": unsupported dtype");                                            \
-  }()

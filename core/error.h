@@ -25,9 +25,21 @@ std::string str(Args&&... args) {
 }  // namespace rg
 
 // RG_CHECK(cond, "op: message ", value, ...) throws rg::Error when cond is false.
-#define RG_CHECK(cond, ...)                                  \
-  do {                                                       \
+#define RG_CHECK(cond, ...)                                 \
+  do {                                                      \
     if (!(cond)) throw ::rg::Error(::rg::str(__VA_ARGS__)); \
   } while (0)
 
 #define RG_FAIL(...) throw ::rg::Error(::rg::str(__VA_ARGS__))
+
+// RG_DEBUG_ASSERT(cond, "kernel: message ", value, ...): a kernel's check of its contract
+// (core/op_table.h: the op layer has validated shapes and dtypes). Throws like RG_CHECK in
+// debug builds; in release builds (NDEBUG) the condition is compiled but never evaluated.
+#ifdef NDEBUG
+#define RG_DEBUG_ASSERT(cond, ...)                                   \
+  do {                                                               \
+    if (false && !(cond)) throw ::rg::Error(::rg::str(__VA_ARGS__)); \
+  } while (0)
+#else
+#define RG_DEBUG_ASSERT(cond, ...) RG_CHECK(cond, __VA_ARGS__)
+#endif

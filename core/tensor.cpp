@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/device_interface.h"
+#include "core/dispatch.h"
 
 namespace rg {
 
@@ -29,8 +30,8 @@ void* Tensor::data_ptr() const {
 }
 
 double Tensor::item() const {
-  RG_CHECK(numel() == 1, "item: tensor of shape ", shape_str(shape()),
-           " has ", numel(), " elements, expected 1");
+  RG_CHECK(numel() == 1, "item: tensor of shape ", shape_str(shape()), " has ", numel(),
+           " elements, expected 1");
   return to_vector<double>()[0];
 }
 
@@ -62,7 +63,7 @@ std::vector<T> Tensor::to_vector() const {
   const std::vector<std::byte> bytes = host_span(*this);
   const Shape& sh = shape();
   const Strides& st = strides();
-  RG_DISPATCH_ALL(dtype(), "to_vector", [&]<typename S>() {
+  dispatch_dtype<DTypes::all>(dtype(), "to_vector", [&]<typename S>(TypeTag<S>) {
     const S* p = reinterpret_cast<const S*>(bytes.data());
     std::vector<int64_t> index(sh.size(), 0);
     int64_t at = 0;  // element offset of `index` within the span

@@ -4,6 +4,25 @@
 
 namespace rg {
 
+namespace {
+
+// d(cat): the gradient narrowed back into one piece per input along the cat dim.
+struct CatDerivative {
+  std::vector<int64_t> sizes;
+  int64_t dim;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    std::vector<Tensor> grads;
+    int64_t at = 0;
+    for (int64_t size : sizes) {
+      grads.push_back(narrow(grad, dim, at, size));
+      at += size;
+    }
+    return grads;
+  }
+};
+
+}  // namespace
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   RG_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
@@ -32,17 +51,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       at += t.shape()[d];
     }
   }
-  if (needs_grad(tensors)) {
-    record("cat", out, tensors, [sizes, d](const Tensor& g) {
-      std::vector<Tensor> grads;
-      int64_t at = 0;
-      for (int64_t s : sizes) {
-        grads.push_back(narrow(g, d, at, s));
-        at += s;
-      }
-      return grads;
-    });
-  }
+  if (needs_grad(tensors)) record("cat", out, tensors, CatDerivative{sizes, d});
   return out;
 }
 

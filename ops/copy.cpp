@@ -37,12 +37,24 @@ void copy_raw(const Tensor& dst, const Tensor& src) {
   if (!landing.is_same(dst)) RG_KERNEL(dst.device(), copy)(dst, landing);
 }
 
+// d(clone): the gradient itself.
+struct CloneDerivative {
+  std::vector<Tensor> operator()(const Tensor& grad) const { return {grad}; }
+};
+
+// d(to): the gradient moved and converted back to the input's device and dtype.
+struct ToDerivative {
+  Device device;
+  DType dtype;
+  std::vector<Tensor> operator()(const Tensor& grad) const { return {to(grad, device, dtype)}; }
+};
+
 }  // namespace
 
 Tensor clone(const Tensor& x) {
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   copy_raw(out, x);
-  if (needs_grad({x})) record("clone", out, {x}, [](const Tensor& g) { return std::vector{g}; });
+  if (needs_grad({x})) record("clone", out, {x}, CloneDerivative{});
   return out;
 }
 
@@ -54,13 +66,7 @@ Tensor to(const Tensor& x, Device device, DType dtype) {
            "requires grad to the non-floating type ", dtype);
   Tensor out = empty(x.shape(), dtype, device);
   copy_raw(out, x);
-  if (needs_grad({x})) {
-    Device src_device = x.device();
-    DType src_dtype = x.dtype();
-    record("to", out, {x}, [src_device, src_dtype](const Tensor& g) {
-      return std::vector{to(g, src_device, src_dtype)};
-    });
-  }
+  if (needs_grad({x})) record("to", out, {x}, ToDerivative{x.device(), x.dtype()});
   return out;
 }
 

@@ -9,6 +9,24 @@
 
 namespace rg {
 
+namespace {
+
+// d(cross_entropy) per row: (softmax(logits) - onehot(target)) * dloss, by the fused
+// backward kernel; ignored rows get zeros.
+struct CrossEntropyDerivative {
+  SavedTensor logits, targets;
+  int64_t ignore_index;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor l = logits.get();
+    Tensor dlogits = empty(l.shape(), l.dtype(), l.device());
+    if (l.numel()) RG_KERNEL(l.device(), cross_entropy_backward)
+    (dlogits, l, targets.get(), contiguous(grad), ignore_index);
+    return {dlogits};
+  }
+};
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, Reduction reduction,
                      int64_t ignore_index) {
   check_defined("cross_entropy", logits_in, "logits");
@@ -29,16 +47,10 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, Reductio
   int64_t N = logits.size(0);
   Tensor loss = empty({N}, logits.dtype(), logits.device());
   if (N) RG_KERNEL(logits.device(), cross_entropy)(loss, logits.detach(), targets, ignore_index);
-  if (needs_grad({logits})) {
-    SavedTensor sl(logits, "cross_entropy"), st(targets, "cross_entropy");
-    record("cross_entropy", loss, {logits}, [sl, st, ignore_index](const Tensor& g) {
-      Tensor lv = sl.get();
-      Tensor dlogits = empty(lv.shape(), lv.dtype(), lv.device());
-      if (lv.numel())
-        RG_KERNEL(lv.device(), cross_entropy_backward)(dlogits, lv, st.get(), contiguous(g), ignore_index);
-      return std::vector{dlogits};
-    });
-  }
+  if (needs_grad({logits}))
+    record("cross_entropy", loss, {logits},
+           CrossEntropyDerivative{SavedTensor(logits, "cross_entropy"),
+                                  SavedTensor(targets, "cross_entropy"), ignore_index});
   switch (reduction) {
     case Reduction::none: return reshape(loss, lead);
     case Reduction::sum: return sum(loss);

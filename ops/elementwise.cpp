@@ -70,6 +70,28 @@ Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const Tensor&
   return sum_to(grad, input_shape);
 }
 
+// d(unary row): the row's gradient kernel of (g, x, y).
+struct UnaryDerivative {
+  UnaryOp op;
+  SavedTensor x, y;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    return {unary_gradient(op, grad, x.get(), y.get())};
+  }
+};
+
+// d(binary row): the row's gradient kernel for each input that needs one, summed back to
+// that input's shape.
+struct BinaryDerivative {
+  BinaryOp op;
+  SavedTensor a, b, y;
+  bool need_a, need_b;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor av = a.get(), bv = b.get(), yv = y.get();
+    return {need_a ? binary_gradient(op, 0, grad, av, bv, yv) : Tensor(),
+            need_b ? binary_gradient(op, 1, grad, av, bv, yv) : Tensor()};
+  }
+};
+
 Tensor scalar_like(const Tensor& t, double value) {
   DType dt = is_floating(t.dtype()) || value == std::floor(value) ? t.dtype() : DType::f32;
   if (t.dtype() == DType::b8) dt = value == std::floor(value) ? DType::i64 : DType::f32;
@@ -86,13 +108,9 @@ Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   Tensor out = binary_raw(op, a, b);
   if (!is_floating(out.dtype()) || !needs_grad({a, b})) return out;
 
-  SavedTensor saved_a(a, name), saved_b(b, name), saved_out(out, name);
-  bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  record(name, out, {a, b}, [=](const Tensor& g) -> std::vector<Tensor> {
-    Tensor av = saved_a.get(), bv = saved_b.get(), y = saved_out.get();
-    return {need_a ? binary_gradient(op, 0, g, av, bv, y) : Tensor(),
-            need_b ? binary_gradient(op, 1, g, av, bv, y) : Tensor()};
-  });
+  record(name, out, {a, b},
+         BinaryDerivative{op, SavedTensor(a, name), SavedTensor(b, name), SavedTensor(out, name),
+                          a.requires_grad(), b.requires_grad()});
   return out;
 }
 
@@ -103,10 +121,7 @@ Tensor unary_op(UnaryOp op, const Tensor& x_in) {
   Tensor out = unary_raw(op, x);
   if (!is_floating(out.dtype()) || !needs_grad({x})) return out;
 
-  SavedTensor saved_x(x, name), saved_y(out, name);
-  record(name, out, {x}, [=](const Tensor& g) -> std::vector<Tensor> {
-    return {unary_gradient(op, g, saved_x.get(), saved_y.get())};
-  });
+  record(name, out, {x}, UnaryDerivative{op, SavedTensor(x, name), SavedTensor(out, name)});
   return out;
 }
 
@@ -126,6 +141,27 @@ Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other_in, 
   self.bump_version();
   return const_cast<Tensor&>(self);
 }
+
+// d(pow(x, exponent)) for a scalar exponent: g * exponent * x^(exponent - 1).
+struct PowScalarDerivative {
+  SavedTensor x;
+  double exponent;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    return {mul(grad, mul(pow(x.get(), exponent - 1), exponent))};
+  }
+};
+
+// d(where): the gradient where the condition picks each input, zero elsewhere, summed back
+// to each input's shape.
+struct WhereDerivative {
+  SavedTensor cond;
+  Shape shape_a, shape_b;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor c = cond.get();
+    Tensor zero = zeros({}, grad.dtype(), grad.device());
+    return {sum_to(where(c, grad, zero), shape_a), sum_to(where(c, zero, grad), shape_b)};
+  }
+};
 
 }  // namespace
 
@@ -153,12 +189,8 @@ Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
 Tensor pow(const Tensor& a, double exponent) {
   Tensor x = is_floating(a.dtype()) ? a : a.to(DType::f32);
   Tensor out = binary_raw(BinaryOp::pow, x, scalar_tensor(exponent, x.dtype(), x.device()));
-  if (needs_grad({x})) {
-    SavedTensor saved_x(x, "pow");
-    record("pow", out, {x}, [saved_x, exponent](const Tensor& g) {
-      return std::vector{mul(g, mul(pow(saved_x.get(), exponent - 1), exponent))};
-    });
-  }
+  if (needs_grad({x}))
+    record("pow", out, {x}, PowScalarDerivative{SavedTensor(x, "pow"), exponent});
   return out;
 }
 
@@ -184,18 +216,12 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = empty(shape, ct, a.device());
-  if (out.numel())
+  if (out.numel()) {
     RG_KERNEL(a.device(), where)
     (out, expand(cond.detach(), shape), expand(a.detach(), shape), expand(b.detach(), shape));
-  if (needs_grad({a, b})) {
-    SavedTensor saved_cond(cond, "where");
-    Shape sa = a.shape(), sb = b.shape();
-    record("where", out, {a, b}, [saved_cond, sa, sb](const Tensor& g) {
-      Tensor c = saved_cond.get();
-      Tensor zero = zeros({}, g.dtype(), g.device());
-      return std::vector{sum_to(where(c, g, zero), sa), sum_to(where(c, zero, g), sb)};
-    });
   }
+  if (needs_grad({a, b}))
+    record("where", out, {a, b}, WhereDerivative{SavedTensor(cond, "where"), a.shape(), b.shape()});
   return out;
 }
 

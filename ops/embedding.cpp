@@ -6,6 +6,23 @@
 
 namespace rg {
 
+namespace {
+
+// d(embedding): the output gradient's rows scatter-added into a zero [V, D] gradient.
+struct EmbeddingDerivative {
+  SavedTensor indices;
+  int64_t vocab, dim;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor idx = indices.get();
+    Tensor gw = zeros({vocab, dim}, grad.dtype(), grad.device());
+    if (idx.numel())
+      RG_KERNEL(grad.device(), embedding_backward)(gw, contiguous(reshape(grad, {-1, dim})), idx);
+    return {gw};
+  }
+};
+
+}  // namespace
+
 Tensor embedding(const Tensor& weight, const Tensor& indices_in) {
   check_defined("embedding", weight, "weight");
   check_defined("embedding", indices_in, "indices");
@@ -22,15 +39,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices_in) {
     RG_KERNEL(weight.device(), embedding)(out, w.detach(), indices);
   Shape out_shape = indices_in.shape();
   out_shape.push_back(D);
-  if (needs_grad({w})) {
-    SavedTensor saved_idx(indices, "embedding");
-    record("embedding", out, {w}, [saved_idx, V, D](const Tensor& g) {
-      Tensor idx = saved_idx.get();
-      Tensor gw = zeros({V, D}, g.dtype(), g.device());
-      if (idx.numel()) RG_KERNEL(g.device(), embedding_backward)(gw, contiguous(reshape(g, {-1, D})), idx);
-      return std::vector{gw};
-    });
-  }
+  if (needs_grad({w}))
+    record("embedding", out, {w}, EmbeddingDerivative{SavedTensor(indices, "embedding"), V, D});
   return view(out, out_shape);
 }
 

@@ -7,6 +7,30 @@
 
 namespace rg {
 
+namespace {
+
+// d(layer_norm): dx, dweight, dbias of the [N, C] rows in one pass of the backward kernel,
+// from x and the mean and rstd the forward saved.
+struct LayerNormDerivative {
+  SavedTensor x, weight;
+  Tensor mean, rstd;
+  int64_t rows, cols;
+  bool has_weight, has_bias;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor xv = x.get(), wv = weight.get();
+    Tensor dy = contiguous(reshape(grad, {rows, cols}));
+    Tensor dx = empty({rows, cols}, xv.dtype(), xv.device());
+    Tensor dw = has_weight ? empty({cols}, xv.dtype(), xv.device()) : Tensor();
+    Tensor db = has_bias ? empty({cols}, xv.dtype(), xv.device()) : Tensor();
+    if (has_weight && rows == 0) dw.zero_();
+    if (has_bias && rows == 0) db.zero_();
+    if (dx.numel()) RG_KERNEL(xv.device(), layernorm_backward)(dx, dw, db, dy, xv, mean, rstd, wv);
+    return {dx, dw, db};
+  }
+};
+
+}  // namespace
+
 Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
   check_defined("layer_norm", x_in, "input");
@@ -36,22 +60,11 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
                                      b.defined() ? b.detach() : b, eps);
   Tensor result = view(out, x_in.shape());
   if (needs_grad({x, w, b})) {
-    SavedTensor sx(x, "layer_norm"), sw(w, "layer_norm");
-    bool has_w = w.defined(), has_b = b.defined();
-    Shape out_shape = x_in.shape();
-    record("layer_norm", out, {x, w, b}, [=](const Tensor& g) {
-      Tensor xv = sx.get(), wv = sw.get();
-      Tensor dy = contiguous(reshape(g, {N, C}));
-      Tensor dx = empty({N, C}, xv.dtype(), xv.device());
-      Tensor dw = has_w ? empty({C}, xv.dtype(), xv.device()) : Tensor();
-      Tensor db = has_b ? empty({C}, xv.dtype(), xv.device()) : Tensor();
-      if (has_w && N == 0) dw.zero_();
-      if (has_b && N == 0) db.zero_();
-      if (dx.numel()) RG_KERNEL(xv.device(), layernorm_backward)(dx, dw, db, dy, xv, mean, rstd, wv);
-      return std::vector{dx, dw, db};
-    });
+    record("layer_norm", out, {x, w, b},
+           LayerNormDerivative{SavedTensor(x, "layer_norm"), SavedTensor(w, "layer_norm"), mean,
+                               rstd, N, C, w.defined(), b.defined()});
     // `out` carries the node; `result` is its view, recorded through view().
-    result = view(out, out_shape);
+    result = view(out, x_in.shape());
   }
   return result;
 }

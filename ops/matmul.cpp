@@ -10,6 +10,19 @@ namespace rg {
 
 namespace {
 
+// d(matmul): dA = dC @ B^T, dB = A^T @ dC, each summed back over broadcast batch dims.
+struct MatmulDerivative {
+  SavedTensor a, b;
+  Shape shape_a, shape_b;
+  bool need_a, need_b;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor ga, gb;
+    if (need_a) ga = sum_to(matmul(grad, transpose(b.get(), -1, -2)), shape_a);
+    if (need_b) gb = sum_to(matmul(transpose(a.get(), -1, -2), grad), shape_b);
+    return {ga, gb};
+  }
+};
+
 Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   // a [..., M, K], b [..., K, N], both >= 2-D.
   int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
@@ -43,17 +56,10 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
       out = view(flat, out_shape);
     }
   }
-  if (needs_grad({a, b})) {
-    SavedTensor sa(a, "matmul"), sb(b, "matmul");
-    Shape shape_a = a.shape(), shape_b = b.shape();
-    bool need_a = a.requires_grad(), need_b = b.requires_grad();
-    record("matmul", out, {a, b}, [=](const Tensor& g) {
-      Tensor ga, gb;
-      if (need_a) ga = sum_to(matmul(g, transpose(sb.get(), -1, -2)), shape_a);
-      if (need_b) gb = sum_to(matmul(transpose(sa.get(), -1, -2), g), shape_b);
-      return std::vector{ga, gb};
-    });
-  }
+  if (needs_grad({a, b}))
+    record("matmul", out, {a, b},
+           MatmulDerivative{SavedTensor(a, "matmul"), SavedTensor(b, "matmul"), a.shape(),
+                            b.shape(), a.requires_grad(), b.requires_grad()});
   return out;
 }
 

@@ -1,10 +1,20 @@
-// How an op records itself for autograd. Usage inside an op:
-//   Tensor out = ...forward...;
-//   if (needs_grad({a, b}))
-//     record("mul", out, {a, b}, [sa = SavedTensor(a, "mul"), ...](const Tensor& g) {
-//       return std::vector<Tensor>{...grad for a..., ...grad for b...};
-//     });
-// Gradients returned for inputs that don't need one may be left undefined.
+// How an op records itself for autograd. Every op that records a node writes its derivative
+// as a struct above its forward, in the op's family file (ops/<family>.cpp):
+//
+//   // d(mul): grad * b for a, grad * a for b.
+//   struct MulDerivative {
+//     SavedTensor a, b;                    // what the formula reads, saved at forward time
+//     std::vector<Tensor> operator()(const Tensor& grad) const {  // grad: d loss / d out
+//       return {mul(grad, b.get()), mul(grad, a.get())};           // one per input, in order
+//     }
+//   };
+//
+// and the forward records it, the one way an op registers a derivative:
+//   if (needs_grad({a, b})) record("mul", out, {a, b}, MulDerivative{SavedTensor(a, "mul"), ...});
+//
+// Gradients for inputs that don't need one may be left undefined. Tensors the formula reads
+// are held as SavedTensor, so an in-place write after the forward is reported by name.
+// Elementwise rows get their derivatives from the op table (ops/elementwise.cpp).
 #pragma once
 #include <initializer_list>
 

@@ -55,6 +55,25 @@ int64_t count_of(const Tensor& x, const std::vector<int64_t>& dims) {
   return n;
 }
 
+// d(sum): the gradient expanded over the reduced dims; d(mean): the same divided by the
+// count; d(amax), d(amin): the gradient to the extremal elements, split evenly between ties.
+struct ReduceDerivative {
+  ReduceOp op;
+  std::vector<int64_t> dims;
+  Shape in_shape, kept_shape;
+  double count;
+  SavedTensor x, out;  // read by amax/amin
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor g = reshape(grad, kept_shape);
+    if (op == ReduceOp::sum) return {expand(g, in_shape)};
+    if (op == ReduceOp::mean)
+      return {expand(div(g, scalar_tensor(count, g.dtype(), g.device())), in_shape)};
+    Tensor hit = eq(x.get(), out.get()).to(g.dtype());
+    Tensor ties = sum(hit, dims, true);
+    return {mul(hit, div(g, ties))};
+  }
+};
+
 Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>& dims_in, bool keepdim) {
   const char* name = op == ReduceOp::sum ? "sum" : op == ReduceOp::mean ? "mean"
                      : op == ReduceOp::max ? "amax" : "amin";
@@ -64,32 +83,26 @@ Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>
   if (op == ReduceOp::sum && !is_floating(x.dtype())) x = x.to(DType::i64);
   if (op == ReduceOp::mean)
     RG_CHECK(is_floating(x.dtype()), "mean: needs a floating-point input, got ", x.dtype());
-  if (op == ReduceOp::max || op == ReduceOp::min)
+  if (op == ReduceOp::max || op == ReduceOp::min) {
+    RG_CHECK(x.dtype() != DType::b8, name, ": not supported for bool tensors");
     for (int64_t d : dims)
       RG_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ",
                shape_str(x.shape()), ")");
+  }
   Tensor out = reduce_raw(op, x, dims, x.dtype());
   Tensor result = keepdim ? out : drop_dims(out, dims);
   if (!needs_grad({x})) return result;
 
-  Shape in_shape = x.shape(), kept = out.shape();
-  double count = static_cast<double>(count_of(x, dims));
-  SavedTensor saved_x(x, name), saved_out(out, name);
-  record(name, result, {x}, [=](const Tensor& g_in) {
-    Tensor g = reshape(g_in, kept);
-    if (op == ReduceOp::sum) return std::vector{expand(g, in_shape)};
-    if (op == ReduceOp::mean) return std::vector{expand(div(g, scalar_tensor(count, g.dtype(), g.device())), in_shape)};
-    // amax/amin: the gradient goes to the extremal elements, split evenly between ties.
-    Tensor hit = eq(saved_x.get(), saved_out.get()).to(g.dtype());
-    Tensor ties = sum(hit, dims, true);
-    return std::vector{mul(hit, div(g, ties))};
-  });
+  record(name, result, {x},
+         ReduceDerivative{op, dims, x.shape(), out.shape(), static_cast<double>(count_of(x, dims)),
+                          SavedTensor(x, name), SavedTensor(out, name)});
   return result;
 }
 
 Tensor arg_reduce(ReduceOp op, const Tensor& x, int64_t dim, bool keepdim) {
   const char* name = op == ReduceOp::argmax ? "argmax" : "argmin";
   check_defined(name, x, "input");
+  RG_CHECK(x.dtype() != DType::b8, name, ": not supported for bool tensors");
   int64_t d = wrap_dim(dim, x.dim(), name);
   if (x.dim() == 0) return zeros({}, DType::i64, x.device());
   RG_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ",

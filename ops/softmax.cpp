@@ -9,6 +9,20 @@ namespace rg {
 
 namespace {
 
+// d(softmax) and d(log_softmax) from the output y, by the fused backward kernel.
+struct SoftmaxDerivative {
+  SavedTensor y;
+  int64_t dim;
+  bool log;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor out = y.get();
+    Tensor dx = empty(out.shape(), out.dtype(), out.device());
+    if (dx.numel()) RG_KERNEL(out.device(), softmax_backward)
+    (dx, contiguous(grad), out, out.dim() ? dim : 0, log);
+    return {dx};
+  }
+};
+
 Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   check_defined(name, x_in, "input");
@@ -17,16 +31,7 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
   Tensor x = contiguous(x_in);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   if (out.numel()) RG_KERNEL(x.device(), softmax)(out, x.detach(), x.dim() ? d : 0, log);
-  if (needs_grad({x})) {
-    SavedTensor saved_y(out, name);
-    record(name, out, {x}, [saved_y, d, log](const Tensor& g) {
-      Tensor y = saved_y.get();
-      Tensor gc = contiguous(g);
-      Tensor dx = empty(y.shape(), y.dtype(), y.device());
-      if (dx.numel()) RG_KERNEL(y.device(), softmax_backward)(dx, gc, y, y.dim() ? d : 0, log);
-      return std::vector{dx};
-    });
-  }
+  if (needs_grad({x})) record(name, out, {x}, SoftmaxDerivative{SavedTensor(out, name), d, log});
   return out;
 }
 

@@ -62,7 +62,34 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides,
   return out;
 }
 
-Tensor reshape_grad_to(const Tensor& g, const Shape& shape) { return reshape(g, shape); }
+// d(view), d(squeeze), d(unsqueeze): the gradient reshaped back to the input's shape.
+struct ReshapeDerivative {
+  Shape in_shape;
+  std::vector<Tensor> operator()(const Tensor& grad) const { return {reshape(grad, in_shape)}; }
+};
+
+// d(permute): the gradient permuted back by the inverse permutation.
+struct PermuteDerivative {
+  std::vector<int64_t> inverse;
+  std::vector<Tensor> operator()(const Tensor& grad) const { return {permute(grad, inverse)}; }
+};
+
+// d(slice): the gradient written into the slice of a zero tensor of the input's shape.
+struct SliceDerivative {
+  Shape in_shape;
+  int64_t dim, start, end, step;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    Tensor z = zeros(in_shape, grad.dtype(), grad.device());
+    slice(z, dim, start, end, step).copy_(grad);
+    return {z};
+  }
+};
+
+// d(expand): the gradient summed over the expanded dims.
+struct ExpandDerivative {
+  Shape in_shape;
+  std::vector<Tensor> operator()(const Tensor& grad) const { return {sum_to(grad, in_shape)}; }
+};
 
 }  // namespace
 
@@ -73,12 +100,7 @@ Tensor view(const Tensor& x, const Shape& shape) {
            "input's shape ", shape_str(x.shape()), " and strides ", shape_str(x.strides()),
            " (use reshape, which copies when needed)");
   Tensor out = make_view(x, target, *strides, x.offset());
-  if (needs_grad({x})) {
-    Shape in_shape = x.shape();
-    record("view", out, {x}, [in_shape](const Tensor& g) {
-      return std::vector{reshape_grad_to(g, in_shape)};
-    });
-  }
+  if (needs_grad({x})) record("view", out, {x}, ReshapeDerivative{x.shape()});
   return out;
 }
 
@@ -103,8 +125,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
     strides[i] = x.strides()[d];
   }
   Tensor out = make_view(x, shape, strides, x.offset());
-  if (needs_grad({x}))
-    record("permute", out, {x}, [inverse](const Tensor& g) { return std::vector{permute(g, inverse)}; });
+  if (needs_grad({x})) record("permute", out, {x}, PermuteDerivative{inverse});
   return out;
 }
 
@@ -133,14 +154,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   shape[dim] = (end - start + step - 1) / step;
   strides[dim] *= step;
   Tensor out = make_view(x, shape, strides, x.offset() + start * x.strides()[dim]);
-  if (needs_grad({x})) {
-    Shape in_shape = x.shape();
-    record("slice", out, {x}, [in_shape, dim, start, end, step](const Tensor& g) {
-      Tensor z = zeros(in_shape, g.dtype(), g.device());
-      slice(z, dim, start, end, step).copy_(g);
-      return std::vector{z};
-    });
-  }
+  if (needs_grad({x})) record("slice", out, {x}, SliceDerivative{x.shape(), dim, start, end, step});
   return out;
 }
 
@@ -184,10 +198,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
   }
   if (out_shape == x.shape()) return x;
   Tensor out = make_view(x, out_shape, strides, x.offset());
-  if (needs_grad({x})) {
-    Shape in_shape = x.shape();
-    record("expand", out, {x}, [in_shape](const Tensor& g) { return std::vector{sum_to(g, in_shape)}; });
-  }
+  if (needs_grad({x})) record("expand", out, {x}, ExpandDerivative{x.shape()});
   return out;
 }
 
@@ -200,10 +211,7 @@ Tensor squeeze(const Tensor& x, int64_t dim) {
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
   Tensor out = make_view(x, shape, strides, x.offset());
-  if (needs_grad({x})) {
-    Shape in_shape = x.shape();
-    record("squeeze", out, {x}, [in_shape](const Tensor& g) { return std::vector{reshape(g, in_shape)}; });
-  }
+  if (needs_grad({x})) record("squeeze", out, {x}, ReshapeDerivative{x.shape()});
   return out;
 }
 
@@ -215,10 +223,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   Tensor out = make_view(x, shape, strides, x.offset());
-  if (needs_grad({x})) {
-    Shape in_shape = x.shape();
-    record("unsqueeze", out, {x}, [in_shape](const Tensor& g) { return std::vector{reshape(g, in_shape)}; });
-  }
+  if (needs_grad({x})) record("unsqueeze", out, {x}, ReshapeDerivative{x.shape()});
   return out;
 }
 

@@ -7,6 +7,7 @@
 //   p   = p + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),  bc = 1 - b^step
 #include <cmath>
 
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 
@@ -43,20 +44,19 @@ void adamw_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
 void adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
            const AdamWArgs& args) {
   for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    RG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), "adamw: state ",
-             shape_str(t->shape()), " ", t->dtype(), " does not match parameter ",
-             shape_str(param.shape()), " ", param.dtype());
-    RG_CHECK(t->is_contiguous(), "adamw: tensors must be contiguous");
+    RG_DEBUG_ASSERT(t->shape() == param.shape() && t->dtype() == param.dtype(), "adamw: state ",
+                    shape_str(t->shape()), " ", t->dtype(), " does not match parameter ",
+                    shape_str(param.shape()), " ", param.dtype());
+    RG_DEBUG_ASSERT(t->is_contiguous(), "adamw: tensors must be contiguous");
   }
-  RG_CHECK(param.is_contiguous(), "adamw: parameter must be contiguous");
-  RG_CHECK(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
-  RG_DISPATCH_FLOAT(param.dtype(), "adamw",
-                    [&]<typename T>() { adamw_typed<T>(param, grad, exp_avg, exp_avg_sq, args); });
+  RG_DEBUG_ASSERT(param.is_contiguous(), "adamw: parameter must be contiguous");
+  RG_DEBUG_ASSERT(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
+  dispatch_dtype<DTypes::f32_f64>(param.dtype(), "adamw", [&]<typename T>(TypeTag<T>) {
+    adamw_typed<T>(param, grad, exp_avg, exp_avg_sq, args);
+  });
 }
 
 }  // namespace
 
-void register_adamw_kernels(KernelTable& k) {
-  k.adamw = adamw;
-}
+void register_adamw_kernels(KernelTable& k) { k.adamw = adamw; }
 }  // namespace rg::cpu

@@ -53,7 +53,7 @@ using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
 
 template <typename Fn>
 void unary_with(Fn, const Tensor& out, const Tensor& in) {
-  RG_DISPATCH_ALL(in.dtype(), op_name(Fn::op), [&]<typename T>() {
+  dispatch_dtype<DTypes::all>(in.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
     if constexpr (scalar::admits<Fn::rule, T>)
       map<out_t<Fn, T>, T>([](compute_t<T> x) { return Fn::forward(x); }, out, in);
     else
@@ -63,7 +63,7 @@ void unary_with(Fn, const Tensor& out, const Tensor& in) {
 
 template <typename Fn>
 void binary_with(Fn, const Tensor& out, const Tensor& a, const Tensor& b) {
-  RG_DISPATCH_ALL(a.dtype(), op_name(Fn::op), [&]<typename T>() {
+  dispatch_dtype<DTypes::all>(a.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
     using C = compute_t<T>;
     if constexpr (scalar::admits<Fn::rule, T>)
       map<out_t<Fn, T>, T>([](C x, C y) { return Fn::forward(x, y); }, out, a, b);
@@ -78,7 +78,7 @@ void unary_backward_with(Fn, const Tensor& grad_in, const Tensor& grad_out, cons
   if constexpr (Fn::rule == DTypeRule::boolean) {
     RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
   } else {
-    dispatch_floating(in.dtype(), op_name(Fn::op), [&]<typename T>() {
+    dispatch_dtype<DTypes::floating>(in.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
       using C = compute_t<T>;
       map<T, T>([](C g, C x, C y) { return Fn::gradient(g, x, y); }, grad_in, grad_out, in, out);
     });
@@ -91,7 +91,7 @@ void binary_backward_with(Fn, int which, const Tensor& grad_in, const Tensor& gr
   if constexpr (Fn::rule == DTypeRule::boolean) {
     RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
   } else {
-    dispatch_floating(a.dtype(), op_name(Fn::op), [&]<typename T>() {
+    dispatch_dtype<DTypes::floating>(a.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
       using C = compute_t<T>;
       auto grad_a = [](C g, C x, C y, C z) { return Fn::template gradient<0>(g, x, y, z); };
       auto grad_b = [](C g, C x, C y, C z) { return Fn::template gradient<1>(g, x, y, z); };
@@ -120,7 +120,7 @@ void binary_backward(BinaryOp op, int which, const Tensor& grad_in, const Tensor
 }
 
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  RG_DISPATCH_ALL(out.dtype(), "where", [&]<typename T>() {
+  dispatch_dtype<DTypes::all>(out.dtype(), "where", [&]<typename T>(TypeTag<T>) {
     StridedLoop<4> loop({&out, &cond, &a, &b});
     loop.run([&](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
@@ -142,8 +142,8 @@ Out convert(In x) {
 }
 
 void copy(const Tensor& out, const Tensor& in) {
-  RG_DISPATCH_ALL(out.dtype(), "copy", [&]<typename Out>() {
-    RG_DISPATCH_ALL(in.dtype(), "copy", [&]<typename In>() {
+  dispatch_dtype<DTypes::all>(out.dtype(), "copy", [&]<typename Out>(TypeTag<Out>) {
+    dispatch_dtype<DTypes::all>(in.dtype(), "copy", [&]<typename In>(TypeTag<In>) {
       StridedLoop<2> loop({&out, &in});
       loop.run([&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
         if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
@@ -161,7 +161,7 @@ void copy(const Tensor& out, const Tensor& in) {
 }
 
 void fill(const Tensor& out, double value) {
-  RG_DISPATCH_ALL(out.dtype(), "fill", [&]<typename T>() {
+  dispatch_dtype<DTypes::all>(out.dtype(), "fill", [&]<typename T>(TypeTag<T>) {
     T v = convert<T, double>(value);
     StridedLoop<1> loop({&out});
     loop.run([&](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t n) {

@@ -16,6 +16,7 @@
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/tensor_utils.h"
@@ -126,23 +127,25 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
-  RG_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3,
-           "matmul: kernel expects 3-D tensors, got ", shape_str(a.shape()), " @ ",
-           shape_str(b.shape()), " -> ", shape_str(out.shape()));
-  RG_CHECK(a.size(0) == out.size(0) && b.size(0) == out.size(0) && a.size(1) == out.size(1) &&
-               b.size(2) == out.size(2) && a.size(2) == b.size(1),
-           "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
-           " cannot be multiplied into ", shape_str(out.shape()));
-  RG_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul: dtypes ", a.dtype(), ", ",
-           b.dtype(), " and ", out.dtype(), " differ");
-  RG_CHECK(out.is_contiguous(), "matmul: output must be contiguous");
+  RG_DEBUG_ASSERT(out.dim() == 3 && a.dim() == 3 && b.dim() == 3,
+                  "matmul: kernel expects 3-D tensors, got ", shape_str(a.shape()), " @ ",
+                  shape_str(b.shape()), " -> ", shape_str(out.shape()));
+  RG_DEBUG_ASSERT(a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
+                      a.size(1) == out.size(1) && b.size(2) == out.size(2) &&
+                      a.size(2) == b.size(1),
+                  "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+                  " cannot be multiplied into ", shape_str(out.shape()));
+  RG_DEBUG_ASSERT(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul: dtypes ",
+                  a.dtype(), ", ", b.dtype(), " and ", out.dtype(), " differ");
+  RG_DEBUG_ASSERT(out.is_contiguous(), "matmul: output must be contiguous");
   if (out.dtype() == DType::bf16) {
     Tensor out32 = empty(out.shape(), DType::f32);
     matmul_typed<float>(out32, contiguous_as(a, DType::f32), contiguous_as(b, DType::f32));
     copy_into(out, out32);
     return;
   }
-  RG_DISPATCH_FLOAT(out.dtype(), "matmul", [&]<typename T>() { matmul_typed<T>(out, a, b); });
+  dispatch_dtype<DTypes::f32_f64>(out.dtype(), "matmul",
+                                  [&]<typename T>(TypeTag<T>) { matmul_typed<T>(out, a, b); });
 }
 
 }  // namespace

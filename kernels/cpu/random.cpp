@@ -3,6 +3,7 @@
 // bf16). The numbers depend only on (seed, offset, i), so the result is the same for any
 // thread count and on every device. Non-contiguous outputs are written through their
 // strides (element i still means the i-th element in row-major order).
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "core/philox.h"
@@ -37,21 +38,12 @@ void random_typed(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t of
 }
 
 void random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) {
-  switch (out.dtype()) {
-    case DType::f32:
-      return random_typed<float>(out, kind, seed, offset);
-    case DType::f64:
-      return random_typed<double>(out, kind, seed, offset);
-    case DType::bf16:
-      return random_typed<bf16_t>(out, kind, seed, offset);
-    default:
-      RG_FAIL("random: needs a floating output, got ", out.dtype());
-  }
+  dispatch_dtype<DTypes::floating>(out.dtype(), "random", [&]<typename T>(TypeTag<T>) {
+    random_typed<T>(out, kind, seed, offset);
+  });
 }
 
 }  // namespace
 
-void register_random_kernels(KernelTable& k) {
-  k.random = random;
-}
+void register_random_kernels(KernelTable& k) { k.random = random; }
 }  // namespace rg::cpu

@@ -184,22 +184,24 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
   const int64_t ndim = in.dim();
   std::vector<bool> reduced(ndim, false);
   for (size_t i = 0; i < dims.size(); ++i) {
-    RG_CHECK(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i], " out of range for shape ",
-             shape_str(in.shape()));
-    RG_CHECK(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
+    RG_DEBUG_ASSERT(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i],
+                    " out of range for shape ", shape_str(in.shape()));
+    RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
     reduced[dims[i]] = true;
   }
   bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
   DType dt = in.dtype();
-  RG_CHECK(dt != DType::b8, name, ": not supported for bool tensors");
-  RG_CHECK(op != ReduceOp::mean || is_floating(dt), name, ": needs a floating tensor, got ", dt);
-  RG_CHECK(out.dtype() == (arg ? DType::i64 : dt), name, ": output dtype ", out.dtype(),
-           " does not match ", arg ? DType::i64 : dt);
+  RG_DEBUG_ASSERT(dt != DType::b8, name, ": not supported for bool tensors");
+  RG_DEBUG_ASSERT(op != ReduceOp::mean || is_floating(dt), name, ": needs a floating tensor, got ",
+                  dt);
+  RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : dt), name, ": output dtype ", out.dtype(),
+                  " does not match ", arg ? DType::i64 : dt);
   int64_t outer = 1, r = 1, inner = 1;
   for (int64_t d = 0; d < ndim; ++d) (reduced[d] ? r : outer) *= in.size(d);
-  RG_CHECK(out.numel() == outer, name, ": output has ", out.numel(), " elements, expected ", outer);
-  RG_CHECK(r > 0 || outer == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
-           ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
+  RG_DEBUG_ASSERT(out.numel() == outer, name, ": output has ", out.numel(), " elements, expected ",
+                  outer);
+  RG_DEBUG_ASSERT(r > 0 || outer == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+                  ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outer == 0) return;
 
   // Contiguous input whose non-trivial reduced dims form one block: [A, R, B] in place.
@@ -229,25 +231,11 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
         if (reduced[d] == (pass == 1)) shape.push_back(in.size(d)), strides.push_back(in.stride(d));
     x = contiguous_as(make_view(in, shape, strides, in.offset()), dt);
   }
-  switch (dt) {
-    case DType::f32:
-      return reduce_dispatch<float>(op, out, x, outer, r, inner);
-    case DType::f64:
-      return reduce_dispatch<double>(op, out, x, outer, r, inner);
-    case DType::bf16:
-      return reduce_dispatch<bf16_t>(op, out, x, outer, r, inner);
-    case DType::i32:
-      return reduce_dispatch<int32_t>(op, out, x, outer, r, inner);
-    case DType::i64:
-      return reduce_dispatch<int64_t>(op, out, x, outer, r, inner);
-    case DType::b8:
-      break;
-  }
+  dispatch_dtype<DTypes::numeric>(
+      dt, name, [&]<typename T>(TypeTag<T>) { reduce_dispatch<T>(op, out, x, outer, r, inner); });
 }
 
 }  // namespace
 
-void register_reduce_kernels(KernelTable& k) {
-  k.reduce = reduce;
-}
+void register_reduce_kernels(KernelTable& k) { k.reduce = reduce; }
 }  // namespace rg::cpu

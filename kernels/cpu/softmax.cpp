@@ -24,8 +24,8 @@ struct Geometry {
 };
 
 Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
-  RG_CHECK(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
-           " out of range for shape ", shape_str(t.shape()));
+  RG_DEBUG_ASSERT(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
+                  " out of range for shape ", shape_str(t.shape()));
   Geometry g;
   for (int64_t d = 0; d < t.dim(); ++d)
     (d < dim ? g.outer : d == dim ? g.dim : g.inner) *= t.size(d);
@@ -189,23 +189,26 @@ void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, b
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  RG_CHECK(in.is_contiguous() && out.is_contiguous(), op, ": kernel needs contiguous tensors");
-  RG_CHECK(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
+  RG_DEBUG_ASSERT(in.is_contiguous() && out.is_contiguous(), op,
+                  ": kernel needs contiguous tensors");
+  RG_DEBUG_ASSERT(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
   Geometry g = geometry(in, dim, op);
   if (in.numel() == 0) return;
-  dispatch_floating(in.dtype(), op,
-           [&]<typename T>() { softmax_typed<T>(out.data<T>(), in.data<T>(), g, log); });
+  dispatch_dtype<DTypes::floating>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
+    softmax_typed<T>(out.data<T>(), in.data<T>(), g, log);
+  });
 }
 
 void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, int64_t dim,
                       bool log) {
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
-  RG_CHECK(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
-           ": kernel needs contiguous tensors");
-  RG_CHECK(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op, ": shapes differ");
+  RG_DEBUG_ASSERT(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
+                  ": kernel needs contiguous tensors");
+  RG_DEBUG_ASSERT(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op,
+                  ": shapes differ");
   Geometry g = geometry(y, dim, op);
   if (y.numel() == 0) return;
-  dispatch_floating(y.dtype(), op, [&]<typename T>() {
+  dispatch_dtype<DTypes::floating>(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
     softmax_backward_typed<T>(grad_in.data<T>(), grad_out.data<T>(), y.data<T>(), g, log);
   });
 }

@@ -26,8 +26,8 @@ inline void copy_into(const Tensor& dst, const Tensor& src) {
 
 // All elements of an integer index tensor in row-major order, as int64.
 inline std::vector<int64_t> read_indices(const Tensor& indices, const char* op) {
-  RG_CHECK(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
-           ": indices must be int64 or int32, got ", indices.dtype());
+  RG_DEBUG_ASSERT(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
+                  ": indices must be int64 or int32, got ", indices.dtype());
   Tensor flat = contiguous_as(indices, DType::i64);
   const int64_t* p = flat.data<int64_t>();
   return std::vector<int64_t>(p, p + flat.numel());

@@ -34,13 +34,13 @@ __global__ void adamw_kernel(T* p, const T* g, T* m, T* v, int64_t n, AdamWScala
 void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                const Tensor& exp_avg_sq, const AdamWArgs& args) {
   for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    RG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), "adamw: state ",
-             shape_str(t->shape()), " ", t->dtype(), " does not match parameter ",
-             shape_str(param.shape()), " ", param.dtype());
-    RG_CHECK(t->is_contiguous(), "adamw: tensors must be contiguous");
+    RG_DEBUG_ASSERT(t->shape() == param.shape() && t->dtype() == param.dtype(), "adamw: state ",
+                    shape_str(t->shape()), " ", t->dtype(), " does not match parameter ",
+                    shape_str(param.shape()), " ", param.dtype());
+    RG_DEBUG_ASSERT(t->is_contiguous(), "adamw: tensors must be contiguous");
   }
-  RG_CHECK(param.is_contiguous(), "adamw: parameter must be contiguous");
-  RG_CHECK(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
+  RG_DEBUG_ASSERT(param.is_contiguous(), "adamw: parameter must be contiguous");
+  RG_DEBUG_ASSERT(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
   int64_t n = param.numel();
   if (n == 0) return;
   double bc1 = 1.0 - std::pow(args.beta1, double(args.step));
@@ -51,8 +51,7 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   cfg.block = dim3(256);
   cfg.stream = stream_for(param);
   cfg.uses_sync = false;
-  auto go = [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::f32_f64>(param.dtype(), "adamw", [&]<typename T>(TypeTag<T>) {
     AdamWScalars<T> s{T(1.0 - args.lr * args.weight_decay),
                       T(1.0 - args.beta1),
                       T(args.beta2),
@@ -64,20 +63,10 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     launch(adamw_kernel<T>, cfg, static_cast<T*>(param.data_ptr()),
            static_cast<const T*>(grad.data_ptr()), static_cast<T*>(exp_avg.data_ptr()),
            static_cast<T*>(exp_avg_sq.data_ptr()), n, s);
-  };
-  switch (param.dtype()) {
-    case DType::f32:
-      return go(TypeTag<float>{});
-    case DType::f64:
-      return go(TypeTag<double>{});
-    default:
-      RG_FAIL("adamw: unsupported dtype ", param.dtype(), " (f32 or f64)");
-  }
+  });
 }
 
 }  // namespace
 
-void register_adamw_kernels(KernelTable& k) {
-  k.adamw = run_adamw;
-}
+void register_adamw_kernels(KernelTable& k) { k.adamw = run_adamw; }
 }  // namespace rg::RG_BACKEND

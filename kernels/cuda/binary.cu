@@ -28,8 +28,7 @@ struct BinaryGradFn {
 
 template <typename Fn>
 void binary_with(Fn, const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_all(a.dtype(), op_name(Fn::op), [&](auto tag) {
-    using In = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(a.dtype(), op_name(Fn::op), [&]<typename In>(TypeTag<In>) {
     if constexpr (scalar::admits<Fn::rule, In>) {
       using Out = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, In>;
       elementwise<Out, In, In>(op_name(Fn::op), BinaryFn<Fn, Out, In>{}, out, {a, b});
@@ -45,8 +44,7 @@ void binary_backward_with(Fn, int which, const Tensor& grad_in, const Tensor& gr
   if constexpr (Fn::rule == DTypeRule::boolean) {
     RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
   } else {
-    dispatch_float(a.dtype(), op_name(Fn::op), [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    dispatch_dtype<DTypes::floating, bf16>(a.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
       if (which == 0)
         elementwise<T, T, T, T, T>(op_name(Fn::op), BinaryGradFn<Fn, 0, T>{}, grad_in,
                                    {grad_out, a, b, out});

@@ -1,9 +1,11 @@
-// Shared pieces of the kernel files: the device-side bf16 type and dtype conversions, the
-// host-side dtype dispatch (storage types as the kernels see them), and the stream a
-// tensor's kernels run on. Each kernel file ends with register_<file>_kernels(KernelTable&),
-// which kernels/builtin.cpp calls (see there).
+// Shared pieces of the kernel files: the device-side bf16 type and dtype conversions, and
+// the stream a tensor's kernels run on. Kernels dispatch on dtype with core/dispatch.h,
+// passing this bf16 as the storage type: dispatch_dtype<DTypes::floating, bf16>(...).
+// Each kernel file ends with register_<file>_kernels(KernelTable&), which
+// kernels/builtin.cpp calls (see there).
 // Everything is in rg::RG_BACKEND so the cuda and sim compilations never collide.
 #pragma once
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "kernels/builtin.h"
 #include "kernels/cuda/portability.cuh"
@@ -69,46 +71,6 @@ RG_HD inline To convert(From x) {
   } else {
     return static_cast<To>(x);
   }
-}
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls fn(TypeTag<T>{}) with T the storage type of `dtype`.
-template <typename F>
-auto dispatch_all(DType dtype, const char* op, F&& fn) {
-  switch (dtype) {
-    case DType::f32:
-      return fn(TypeTag<float>{});
-    case DType::f64:
-      return fn(TypeTag<double>{});
-    case DType::bf16:
-      return fn(TypeTag<bf16>{});
-    case DType::i32:
-      return fn(TypeTag<int32_t>{});
-    case DType::i64:
-      return fn(TypeTag<int64_t>{});
-    case DType::b8:
-      return fn(TypeTag<bool>{});
-  }
-  RG_FAIL(op, ": unsupported dtype ", dtype_name(dtype));
-}
-// Floating types only (f32, f64, bf16).
-template <typename F>
-auto dispatch_float(DType dtype, const char* op, F&& fn) {
-  switch (dtype) {
-    case DType::f32:
-      return fn(TypeTag<float>{});
-    case DType::f64:
-      return fn(TypeTag<double>{});
-    case DType::bf16:
-      return fn(TypeTag<bf16>{});
-    default:
-      break;
-  }
-  RG_FAIL(op, ": unsupported dtype ", dtype_name(dtype), " (expected a floating type)");
 }
 
 // The stream kernels on this tensor's device are launched on (the thread's current one).

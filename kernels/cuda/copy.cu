@@ -12,17 +12,15 @@ struct ConvertFn {
 };
 
 void run_copy(const Tensor& out, const Tensor& in) {
-  RG_CHECK(out.shape() == in.shape(), "copy: shapes ", shape_str(out.shape()), " and ",
-           shape_str(in.shape()), " differ");
+  RG_DEBUG_ASSERT(out.shape() == in.shape(), "copy: shapes ", shape_str(out.shape()), " and ",
+                  shape_str(in.shape()), " differ");
   if (out.numel() == 0) return;
   if (out.dtype() == in.dtype() && out.is_contiguous() && in.is_contiguous()) {
     device_memcpy(out.data_ptr(), in.data_ptr(), out.nbytes(), stream_for(out));
     return;
   }
-  dispatch_all(out.dtype(), "copy", [&](auto otag) {
-    using Out = typename decltype(otag)::type;
-    dispatch_all(in.dtype(), "copy", [&](auto itag) {
-      using In = typename decltype(itag)::type;
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "copy", [&]<typename Out>(TypeTag<Out>) {
+    dispatch_dtype<DTypes::all, bf16>(in.dtype(), "copy", [&]<typename In>(TypeTag<In>) {
       elementwise<Out, In>("copy", ConvertFn<Out, In>{}, out, {in});
     });
   });
@@ -30,7 +28,5 @@ void run_copy(const Tensor& out, const Tensor& in) {
 
 }  // namespace
 
-void register_copy_kernels(KernelTable& k) {
-  k.copy = run_copy;
-}
+void register_copy_kernels(KernelTable& k) { k.copy = run_copy; }
 }  // namespace rg::RG_BACKEND

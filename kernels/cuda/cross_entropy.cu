@@ -96,11 +96,12 @@ struct Prepared {
 
 Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets,
                  int64_t ignore_index) {
-  RG_CHECK(logits.dim() == 2, op, ": logits must be [N, C], got ", shape_str(logits.shape()));
-  RG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, op,
-           ": targets must be int64 or int32, got ", targets.dtype());
-  RG_CHECK(targets.numel() == logits.size(0), op, ": ", targets.numel(), " targets for logits ",
-           shape_str(logits.shape()));
+  RG_DEBUG_ASSERT(logits.dim() == 2, op, ": logits must be [N, C], got ",
+                  shape_str(logits.shape()));
+  RG_DEBUG_ASSERT(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, op,
+                  ": targets must be int64 or int32, got ", targets.dtype());
+  RG_DEBUG_ASSERT(targets.numel() == logits.size(0), op, ": ", targets.numel(),
+                  " targets for logits ", shape_str(logits.shape()));
   Prepared p{contiguous_as(targets, DType::i64), DeviceErrorSlot(logits.device()), {}, {}};
   p.args =
       RowArgs{logits.size(1), logits.stride(0), logits.stride(1), ignore_index, p.error.data()};
@@ -122,14 +123,13 @@ void check_targets(const char* op, const Prepared& p, int64_t classes) {
 void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
                        int64_t ignore_index) {
   const char* op = "cross_entropy";
-  RG_CHECK(logits.dim() == 2 && loss.numel() == logits.size(0) && loss.dim() <= 1 &&
-               loss.dtype() == logits.dtype(),
-           op, ": loss ", shape_str(loss.shape()), " does not match logits ",
-           shape_str(logits.shape()));
+  RG_DEBUG_ASSERT(logits.dim() == 2 && loss.numel() == logits.size(0) && loss.dim() <= 1 &&
+                      loss.dtype() == logits.dtype(),
+                  op, ": loss ", shape_str(loss.shape()), " does not match logits ",
+                  shape_str(logits.shape()));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index);
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(cross_entropy_kernel<T>, p.cfg, static_cast<T*>(loss.data_ptr()),
            loss.dim() == 0 ? int64_t(0) : loss.stride(0), static_cast<const T*>(logits.data_ptr()),
            static_cast<const int64_t*>(p.targets.data_ptr()), p.args);
@@ -140,16 +140,16 @@ void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& t
 void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                                 const Tensor& dloss, int64_t ignore_index) {
   const char* op = "cross_entropy_backward";
-  RG_CHECK(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op, ": dlogits ",
-           shape_str(dlogits.shape()), " does not match logits ", shape_str(logits.shape()));
-  RG_CHECK(logits.dim() == 2 && dloss.numel() == logits.size(0) && dloss.dim() <= 1 &&
-               dloss.dtype() == logits.dtype(),
-           op, ": dloss ", shape_str(dloss.shape()), " does not match logits ",
-           shape_str(logits.shape()));
+  RG_DEBUG_ASSERT(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op,
+                  ": dlogits ", shape_str(dlogits.shape()), " does not match logits ",
+                  shape_str(logits.shape()));
+  RG_DEBUG_ASSERT(logits.dim() == 2 && dloss.numel() == logits.size(0) && dloss.dim() <= 1 &&
+                      dloss.dtype() == logits.dtype(),
+                  op, ": dloss ", shape_str(dloss.shape()), " does not match logits ",
+                  shape_str(logits.shape()));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index);
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(cross_entropy_backward_kernel<T>, p.cfg, static_cast<T*>(dlogits.data_ptr()),
            dlogits.stride(0), dlogits.stride(1), static_cast<const T*>(logits.data_ptr()),
            static_cast<const int64_t*>(p.targets.data_ptr()),

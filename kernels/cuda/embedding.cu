@@ -73,8 +73,8 @@ LaunchConfig config(const char* name, const Geometry& g, const Tensor& t) {
 }
 
 Tensor checked_indices(const Tensor& indices, const char* op) {
-  RG_CHECK(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
-           ": indices must be int64 or int32, got ", indices.dtype());
+  RG_DEBUG_ASSERT(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
+                  ": indices must be int64 or int32, got ", indices.dtype());
   return contiguous_as(indices, DType::i64);
 }
 
@@ -85,10 +85,10 @@ void report(const char* op, const DeviceErrorSlot& error, int64_t vocab) {
 
 void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const char* op = "embedding";
-  RG_CHECK(weight.dim() == 2 && out.dim() == 2, op, ": weight ", shape_str(weight.shape()),
-           " and out ", shape_str(out.shape()), " must be 2-D");
+  RG_DEBUG_ASSERT(weight.dim() == 2 && out.dim() == 2, op, ": weight ", shape_str(weight.shape()),
+                  " and out ", shape_str(out.shape()), " must be 2-D");
   Tensor idx = checked_indices(indices, op);
-  RG_CHECK(
+  RG_DEBUG_ASSERT(
       out.size(0) == idx.numel() && out.size(1) == weight.size(1) && out.dtype() == weight.dtype(),
       op, ": out ", shape_str(out.shape()), " does not match [", idx.numel(), ",", weight.size(1),
       "]");
@@ -96,8 +96,7 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
              weight.stride(1), out.stride(0),  out.stride(1)};
   if (g.n * g.d == 0) return;
   DeviceErrorSlot error(out.device());
-  dispatch_all(weight.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_kernel<T>, config(op, g, out), static_cast<T*>(out.data_ptr()),
            static_cast<const T*>(weight.data_ptr()), static_cast<const int64_t*>(idx.data_ptr()), g,
            error.data());
@@ -108,19 +107,18 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
 void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
                             const Tensor& indices) {
   const char* op = "embedding_backward";
-  RG_CHECK(grad_weight.dim() == 2 && grad_out.dim() == 2, op,
-           ": grad_weight and grad_out must be 2-D");
+  RG_DEBUG_ASSERT(grad_weight.dim() == 2 && grad_out.dim() == 2, op,
+                  ": grad_weight and grad_out must be 2-D");
   Tensor idx = checked_indices(indices, op);
-  RG_CHECK(grad_out.size(0) == idx.numel() && grad_out.size(1) == grad_weight.size(1) &&
-               grad_out.dtype() == grad_weight.dtype(),
-           op, ": grad_out ", shape_str(grad_out.shape()), " does not match ", idx.numel(),
-           " indices and grad_weight ", shape_str(grad_weight.shape()));
+  RG_DEBUG_ASSERT(grad_out.size(0) == idx.numel() && grad_out.size(1) == grad_weight.size(1) &&
+                      grad_out.dtype() == grad_weight.dtype(),
+                  op, ": grad_out ", shape_str(grad_out.shape()), " does not match ", idx.numel(),
+                  " indices and grad_weight ", shape_str(grad_weight.shape()));
   Geometry g{idx.numel(),           grad_weight.size(1), grad_weight.size(0), grad_weight.stride(0),
              grad_weight.stride(1), grad_out.stride(0),  grad_out.stride(1)};
   if (g.n * g.d == 0) return;
   DeviceErrorSlot error(grad_weight.device());
-  dispatch_float(grad_weight.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(grad_weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_backward_kernel<T>, config(op, g, grad_weight),
            static_cast<T*>(grad_weight.data_ptr()), static_cast<const T*>(grad_out.data_ptr()),
            static_cast<const int64_t*>(idx.data_ptr()), g, error.data());

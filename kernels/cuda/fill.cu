@@ -12,15 +12,12 @@ struct FillFn {
 };
 
 void run_fill(const Tensor& out, double value) {
-  dispatch_all(out.dtype(), "fill", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "fill", [&]<typename T>(TypeTag<T>) {
     elementwise<T>("fill", FillFn<T>{convert<T>(value)}, out, {});
   });
 }
 
 }  // namespace
 
-void register_fill_kernels(KernelTable& k) {
-  k.fill = run_fill;
-}
+void register_fill_kernels(KernelTable& k) { k.fill = run_fill; }
 }  // namespace rg::RG_BACKEND

@@ -83,11 +83,12 @@ DType stats_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
 
 void check_stats(const Tensor& x, const Tensor& mean, const Tensor& rstd, const char* op) {
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
-  RG_CHECK(x.is_contiguous(), op, ": x must be contiguous");
-  RG_CHECK(mean.numel() == n && rstd.numel() == n && mean.is_contiguous() && rstd.is_contiguous(),
-           op, ": mean/rstd must be contiguous with ", n, " elements");
-  RG_CHECK(mean.dtype() == stats_dtype(x.dtype()) && rstd.dtype() == stats_dtype(x.dtype()), op,
-           ": mean/rstd must be ", stats_dtype(x.dtype()), " for ", x.dtype(), " input");
+  RG_DEBUG_ASSERT(x.is_contiguous(), op, ": x must be contiguous");
+  RG_DEBUG_ASSERT(
+      mean.numel() == n && rstd.numel() == n && mean.is_contiguous() && rstd.is_contiguous(), op,
+      ": mean/rstd must be contiguous with ", n, " elements");
+  RG_DEBUG_ASSERT(mean.dtype() == stats_dtype(x.dtype()) && rstd.dtype() == stats_dtype(x.dtype()),
+                  op, ": mean/rstd must be ", stats_dtype(x.dtype()), " for ", x.dtype(), " input");
 }
 
 template <typename T>
@@ -109,13 +110,12 @@ LaunchConfig row_config(const char* name, int64_t rows, int64_t c, const Tensor&
 void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                    const Tensor& weight, const Tensor& bias, double eps) {
   check_stats(x, mean, rstd, "layernorm");
-  RG_CHECK(out.is_contiguous() && out.shape() == x.shape() && out.dtype() == x.dtype(),
-           "layernorm: output must be contiguous like x ", shape_str(x.shape()));
+  RG_DEBUG_ASSERT(out.is_contiguous() && out.shape() == x.shape() && out.dtype() == x.dtype(),
+                  "layernorm: output must be contiguous like x ", shape_str(x.shape()));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   if (n == 0) return;
   Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
-  dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     launch(layernorm_kernel<T, S>, row_config("layernorm", n, c, x), ptr_or_null<T>(out),
            ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),
@@ -127,12 +127,12 @@ void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tenso
                             const Tensor& dy, const Tensor& x, const Tensor& mean,
                             const Tensor& rstd, const Tensor& weight) {
   check_stats(x, mean, rstd, "layernorm_backward");
-  RG_CHECK(!dx.defined() || (dx.is_contiguous() && dx.shape() == x.shape()),
-           "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
+  RG_DEBUG_ASSERT(!dx.defined() || (dx.is_contiguous() && dx.shape() == x.shape()),
+                  "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   Tensor g = contiguous_as(dy, x.dtype()), w = contiguous_as(weight, x.dtype());
-  dispatch_float(x.dtype(), "layernorm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating,
+                 bf16>(x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     if (dx.defined() && n > 0)
       launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),

@@ -55,17 +55,17 @@ cudaDataType data_type(DType t) {
 }
 
 void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
-  RG_CHECK(a_in.dim() == 3 && b_in.dim() == 3 && out.dim() == 3, "matmul: kernel expects 3-d ",
-           "a, b, out; got ", shape_str(a_in.shape()), ", ", shape_str(b_in.shape()), ", ",
-           shape_str(out.shape()));
+  RG_DEBUG_ASSERT(a_in.dim() == 3 && b_in.dim() == 3 && out.dim() == 3,
+                  "matmul: kernel expects 3-d ", "a, b, out; got ", shape_str(a_in.shape()), ", ",
+                  shape_str(b_in.shape()), ", ", shape_str(out.shape()));
   int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a_in.size(2);
-  RG_CHECK(a_in.size(0) == batch && b_in.size(0) == batch && a_in.size(1) == m &&
-               b_in.size(1) == k && b_in.size(2) == n,
-           "matmul: shapes ", shape_str(a_in.shape()), " @ ", shape_str(b_in.shape()), " -> ",
-           shape_str(out.shape()));
-  RG_CHECK(out.is_contiguous(), "matmul: out must be contiguous");
-  RG_CHECK(a_in.dtype() == out.dtype() && b_in.dtype() == out.dtype(), "matmul: dtypes ",
-           a_in.dtype(), ", ", b_in.dtype(), " -> ", out.dtype());
+  RG_DEBUG_ASSERT(a_in.size(0) == batch && b_in.size(0) == batch && a_in.size(1) == m &&
+                      b_in.size(1) == k && b_in.size(2) == n,
+                  "matmul: shapes ", shape_str(a_in.shape()), " @ ", shape_str(b_in.shape()),
+                  " -> ", shape_str(out.shape()));
+  RG_DEBUG_ASSERT(out.is_contiguous(), "matmul: out must be contiguous");
+  RG_DEBUG_ASSERT(a_in.dtype() == out.dtype() && b_in.dtype() == out.dtype(), "matmul: dtypes ",
+                  a_in.dtype(), ", ", b_in.dtype(), " -> ", out.dtype());
   if (out.numel() == 0) return;
   if (k == 0) {
     kernel_table(RG_BACKEND_DEVICE).fill(out, 0.0);
@@ -106,7 +106,5 @@ void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
 
 }  // namespace
 
-void register_matmul_kernels(KernelTable& k) {
-  k.matmul = run_matmul;
-}
+void register_matmul_kernels(KernelTable& k) { k.matmul = run_matmul; }
 }  // namespace rg::RG_BACKEND

@@ -30,8 +30,7 @@ void run_random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offs
   cfg.block = dim3(256);
   cfg.stream = stream_for(out);
   cfg.uses_sync = false;
-  dispatch_float(out.dtype(), "random", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(out.dtype(), "random", [&]<typename T>(TypeTag<T>) {
     launch(random_kernel<T>, cfg, static_cast<T*>(out.data_ptr()), n, calc,
            kind == RandomKind::normal, seed, offset);
   });
@@ -39,7 +38,5 @@ void run_random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offs
 
 }  // namespace
 
-void register_random_kernels(KernelTable& k) {
-  k.random = run_random;
-}
+void register_random_kernels(KernelTable& k) { k.random = run_random; }
 }  // namespace rg::RG_BACKEND

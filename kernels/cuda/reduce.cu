@@ -152,18 +152,18 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
   int64_t ndim = in.dim();
   std::vector<bool> is_reduced(ndim, false);
   for (size_t i = 0; i < dims.size(); ++i) {
-    RG_CHECK(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i], " out of range for shape ",
-             shape_str(in.shape()));
-    RG_CHECK(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
+    RG_DEBUG_ASSERT(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i],
+                    " out of range for shape ", shape_str(in.shape()));
+    RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
     is_reduced[dims[i]] = true;
   }
   bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
-  RG_CHECK(in.dtype() != DType::b8, name, ": not supported for bool tensors");
-  RG_CHECK(op != ReduceOp::mean || is_floating(in.dtype()), name, ": needs a floating tensor, got ",
-           in.dtype());
-  RG_CHECK(out.dtype() == (arg ? DType::i64 : in.dtype()), name, ": output dtype ", out.dtype(),
-           " does not match ", arg ? DType::i64 : in.dtype());
-  RG_CHECK(out.dim() == ndim, name, ": out must have the keepdim shape");
+  RG_DEBUG_ASSERT(in.dtype() != DType::b8, name, ": not supported for bool tensors");
+  RG_DEBUG_ASSERT(op != ReduceOp::mean || is_floating(in.dtype()), name,
+                  ": needs a floating tensor, got ", in.dtype());
+  RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : in.dtype()), name, ": output dtype ",
+                  out.dtype(), " does not match ", arg ? DType::i64 : in.dtype());
+  RG_DEBUG_ASSERT(out.dim() == ndim, name, ": out must have the keepdim shape");
   Shape kept_shape, reduced_shape;
   Strides kept_out, kept_in, reduced_in;
   for (int64_t d = 0; d < ndim; ++d) {
@@ -177,30 +177,25 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
     }
   }
   int64_t outputs = numel_of(kept_shape), r = numel_of(reduced_shape);
-  RG_CHECK(out.numel() == outputs, name, ": output has ", out.numel(), " elements, expected ",
-           outputs);
-  RG_CHECK(r > 0 || outputs == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
-           ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
+  RG_DEBUG_ASSERT(out.numel() == outputs, name, ": output has ", out.numel(),
+                  " elements, expected ", outputs);
+  RG_DEBUG_ASSERT(r > 0 || outputs == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+                  ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outputs == 0) return;
   auto kept = make_offset_calc<2>(name, kept_shape, {&kept_out, &kept_in});
   auto reduced = make_offset_calc<1>(name, reduced_shape, {&reduced_in});
-  dispatch_all(in.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      switch (op) {
+  dispatch_dtype<DTypes::numeric, bf16>(in.dtype(), name, [&]<typename T>(TypeTag<T>) {
+    switch (op) {
 #define RG_CASE(op_)  \
   case ReduceOp::op_: \
     return reduce_typed<ReduceOp::op_, T>(name, out, in, outputs, r, kept, reduced);
-        RG_REDUCE_OPS(RG_CASE)
+      RG_REDUCE_OPS(RG_CASE)
 #undef RG_CASE
-      }
     }
   });
 }
 
 }  // namespace
 
-void register_reduce_kernels(KernelTable& k) {
-  k.reduce = run_reduce;
-}
+void register_reduce_kernels(KernelTable& k) { k.reduce = run_reduce; }
 }  // namespace rg::RG_BACKEND

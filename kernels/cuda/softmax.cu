@@ -100,8 +100,8 @@ struct Geometry {
 };
 
 Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
-  RG_CHECK(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
-           " out of range for shape ", shape_str(t.shape()));
+  RG_DEBUG_ASSERT(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
+                  " out of range for shape ", shape_str(t.shape()));
   Geometry g;
   for (int64_t i = 0; i < t.dim(); ++i) (i < dim ? g.outer : i == dim ? g.d : g.inner) *= t.size(i);
   return g;
@@ -127,12 +127,12 @@ LaunchConfig config_for(const char* name, const Geometry& g, const Tensor& t) {
 
 void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  RG_CHECK(in.is_contiguous() && out.is_contiguous(), op, ": kernel needs contiguous tensors");
-  RG_CHECK(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
+  RG_DEBUG_ASSERT(in.is_contiguous() && out.is_contiguous(), op,
+                  ": kernel needs contiguous tensors");
+  RG_DEBUG_ASSERT(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
   Geometry g = geometry(in, dim, op);
   if (in.numel() == 0) return;
-  dispatch_float(in.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* y = static_cast<T*>(out.data_ptr());
     auto* x = static_cast<const T*>(in.data_ptr());
     LaunchConfig cfg = config_for(op, g, out);
@@ -146,13 +146,13 @@ void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
 void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y,
                           int64_t dim, bool log) {
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
-  RG_CHECK(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
-           ": kernel needs contiguous tensors");
-  RG_CHECK(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op, ": shapes differ");
+  RG_DEBUG_ASSERT(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
+                  ": kernel needs contiguous tensors");
+  RG_DEBUG_ASSERT(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op,
+                  ": shapes differ");
   Geometry g = geometry(y, dim, op);
   if (y.numel() == 0) return;
-  dispatch_float(y.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::floating, bf16>(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* dx = static_cast<T*>(grad_in.data_ptr());
     auto* dy = static_cast<const T*>(grad_out.data_ptr());
     auto* yy = static_cast<const T*>(y.data_ptr());

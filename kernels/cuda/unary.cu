@@ -24,8 +24,7 @@ struct UnaryGradFn {
 
 template <typename Fn>
 void unary_with(Fn, const Tensor& out, const Tensor& in) {
-  dispatch_all(in.dtype(), op_name(Fn::op), [&](auto tag) {
-    using In = typename decltype(tag)::type;
+  dispatch_dtype<DTypes::all, bf16>(in.dtype(), op_name(Fn::op), [&]<typename In>(TypeTag<In>) {
     if constexpr (scalar::admits<Fn::rule, In>) {
       using Out = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, In>;
       elementwise<Out, In>(op_name(Fn::op), UnaryFn<Fn, Out, In>{}, out, {in});
@@ -41,8 +40,8 @@ void unary_backward_with(Fn, const Tensor& grad_in, const Tensor& grad_out, cons
   if constexpr (Fn::rule == DTypeRule::boolean) {
     RG_FAIL(op_name(Fn::op), ": has no gradient (its output is bool)");
   } else {
-    dispatch_float(in.dtype(), op_name(Fn::op), [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    dispatch_dtype<DTypes::floating,
+                   bf16>(in.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
       elementwise<T, T, T, T>(op_name(Fn::op), UnaryGradFn<Fn, T>{}, grad_in, {grad_out, in, out});
     });
   }

@@ -11,12 +11,10 @@ struct WhereFn {
 };
 
 void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  RG_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "where: a (", a.dtype(),
-           ") and b (", b.dtype(), ") must have out's dtype ", out.dtype());
-  dispatch_all(out.dtype(), "where", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    dispatch_all(cond.dtype(), "where", [&](auto ctag) {
-      using C = typename decltype(ctag)::type;
+  RG_DEBUG_ASSERT(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "where: a (", a.dtype(),
+                  ") and b (", b.dtype(), ") must have out's dtype ", out.dtype());
+  dispatch_dtype<DTypes::all, bf16>(out.dtype(), "where", [&]<typename T>(TypeTag<T>) {
+    dispatch_dtype<DTypes::all, bf16>(cond.dtype(), "where", [&]<typename C>(TypeTag<C>) {
       elementwise<T, C, T, T>("where", WhereFn<T, C>{}, out, {cond, a, b});
     });
   });
@@ -24,7 +22,5 @@ void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Ten
 
 }  // namespace
 
-void register_where_kernels(KernelTable& k) {
-  k.where = run_where;
-}
+void register_where_kernels(KernelTable& k) { k.where = run_where; }
 }  // namespace rg::RG_BACKEND

@@ -30,6 +30,8 @@ void AdamW::step() {
                                                double weight_decay) {
     RG_CHECK(grad.shape() == p.shape(), "AdamW: gradient ", shape_str(grad.shape()),
              " does not match parameter ", shape_str(p.shape()));
+    RG_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "AdamW: parameter ", i,
+             " has dtype ", p.dtype(), "; the fused update takes float32 or float64");
     State& s = state_[i];
     if (!s.exp_avg.defined()) {
       s.exp_avg = zeros_like(p);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/device_interface.h"
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
 #include "kernels/builtin.h"
@@ -32,43 +33,22 @@ inline bool cuda_present() { return device_available(DeviceType::cuda); }
 // Writes value v (as double) at storage element `index` of t's storage (host memory).
 inline void store(const Tensor& t, int64_t element, double v) {
   char* base = static_cast<char*>(t.storage()->data) + element * itemsize(t.dtype());
-  switch (t.dtype()) {
-    case DType::f32:
-      *reinterpret_cast<float*>(base) = float(v);
-      break;
-    case DType::f64:
-      *reinterpret_cast<double*>(base) = v;
-      break;
-    case DType::bf16:
-      *reinterpret_cast<bf16_t*>(base) = bf16_t(float(v));
-      break;
-    case DType::i32:
-      *reinterpret_cast<int32_t*>(base) = int32_t(v);
-      break;
-    case DType::i64:
-      *reinterpret_cast<int64_t*>(base) = int64_t(v);
-      break;
-    case DType::b8:
-      *reinterpret_cast<bool*>(base) = v != 0;
-      break;
-  }
+  dispatch_dtype<DTypes::all>(t.dtype(), "store", [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bf16_t>)
+      *reinterpret_cast<T*>(base) = bf16_t(float(v));
+    else if constexpr (std::is_same_v<T, bool>)
+      *reinterpret_cast<T*>(base) = v != 0;
+    else
+      *reinterpret_cast<T*>(base) = T(v);
+  });
 }
 inline double load(const void* p, DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return *static_cast<const float*>(p);
-    case DType::f64:
-      return *static_cast<const double*>(p);
-    case DType::bf16:
-      return float(*static_cast<const bf16_t*>(p));
-    case DType::i32:
-      return *static_cast<const int32_t*>(p);
-    case DType::i64:
-      return double(*static_cast<const int64_t*>(p));
-    case DType::b8:
-      return *static_cast<const bool*>(p);
-  }
-  return 0;
+  return dispatch_dtype<DTypes::all>(dtype, "load", [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bf16_t>)
+      return double(float(*static_cast<const T*>(p)));
+    else
+      return double(*static_cast<const T*>(p));
+  });
 }
 
 // A cpu tensor of `shape` with values uniform in [lo, hi) (integers: rounded). Its storage

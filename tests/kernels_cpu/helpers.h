@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/builtin.h"
@@ -31,7 +32,7 @@ inline int64_t element_offset(const Tensor& t, int64_t i) {
 inline double get(const Tensor& t, int64_t i) {
   char* base = static_cast<char*>(t.storage()->data);
   int64_t at = element_offset(t, i);
-  return RG_DISPATCH_ALL(t.dtype(), "get", [&]<typename T>() -> double {
+  return dispatch_dtype<DTypes::all>(t.dtype(), "get", [&]<typename T>(TypeTag<T>) -> double {
     if constexpr (std::is_same_v<T, bf16_t>)
       return double(float(reinterpret_cast<T*>(base)[at]));
     else
@@ -42,7 +43,7 @@ inline double get(const Tensor& t, int64_t i) {
 inline void set(const Tensor& t, int64_t i, double v) {
   char* base = static_cast<char*>(t.storage()->data);
   int64_t at = element_offset(t, i);
-  RG_DISPATCH_ALL(t.dtype(), "set", [&]<typename T>() {
+  dispatch_dtype<DTypes::all>(t.dtype(), "set", [&]<typename T>(TypeTag<T>) {
     if constexpr (std::is_same_v<T, bf16_t>)
       reinterpret_cast<T*>(base)[at] = bf16_t(float(v));
     else

@@ -1,0 +1,27 @@
+// Command-line flags of the benches, with CLI11 as rgtrain and rgrun use it: every flag
+// and positional has a description and a default shown by --help (which exits 0); a bad
+// flag or value prints "<bench>: <problem> (see <bench> --help)" and exits 2.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+namespace rg::bench {
+
+// Call before adding options: --help then shows every default.
+inline void show_defaults(CLI::App& app) { app.option_defaults()->always_capture_default(); }
+
+inline void parse_flags(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    const std::string& name = app.get_name();
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", name.c_str(), e.what(), name.c_str());
+    std::exit(2);
+  }
+}
+
+}  // namespace rg::bench

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The benches' command lines (CLI11, bench/cli.h): --help exits 0 and lists every flag or
+# positional of the bench with a description and its default (`=value`, or "default:" for
+# an on/off flag); a bad value exits 2 with an error naming the bench and the flag. Runs no
+# benchmark.
+# Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP   (paths of the built programs)
+set -u
+ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect_help PROGRAM NAME...: --help exits 0 and each NAME appears on a line with a default.
+expect_help() {
+  local program=$1
+  shift
+  local out rc
+  out=$("$program" --help 2>&1)
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "$(basename "$program") --help exited $rc"
+  for name in "$@"; do
+    local line
+    line=$(grep -E -- "^ *${name}( |,|$)" <<<"$out" | head -1)
+    if [ -z "$line" ]; then
+      fail "$(basename "$program") --help does not list $name"
+    elif ! grep -qE '=[^ ]|default: ' <<<"$line"; then
+      fail "$(basename "$program") --help shows no default for $name: $line"
+    fi
+  done
+}
+
+# expect_error PROGRAM NEEDLE ARGS...: exits 2, stderr names the program and contains NEEDLE.
+expect_error() {
+  local program=$1 needle=$2
+  shift 2
+  local err rc
+  err=$("$program" "$@" 2>&1 >/dev/null)
+  rc=$?
+  local name
+  name=$(basename "$program")
+  [ "$rc" -eq 2 ] || fail "$name $* exited $rc, expected 2"
+  grep -qF -- "$name: " <<<"$err" || fail "$name $*: error does not name the bench: $err"
+  grep -qF -- "$needle" <<<"$err" || fail "$name $*: error does not mention '$needle': $err"
+}
+
+"$ops" --help | grep -q "ops: CPU op dispatch latency" || fail "ops --help has no description"
+expect_error "$ops" "--bogus" --bogus
+
+expect_help "$train_step" n_layer n_embd batch seq steps threads step_only
+expect_error "$train_step" "n_layer" 0
+expect_error "$train_step" "step_only" 2 128 8 64 10 1 3
+expect_error "$train_step" "multiple of the 4 heads" 2 130
+
+expect_help "$kernels" --device --quick
+expect_error "$kernels" "--device" --device tpu
+
+expect_help "$allreduce" --backend --nproc --min-bytes --max-bytes --factor --dtype
+expect_error "$allreduce" "--nproc" --nproc 0
+expect_error "$allreduce" "--factor" --factor 1
+expect_error "$allreduce" "--max-bytes" --max-bytes 64Q
+expect_error "$allreduce" "--dtype" --dtype f16
+expect_error "$allreduce" "above --max-bytes" --min-bytes 1M --max-bytes 4K
+
+expect_help "$ddp" layers width steps
+expect_error "$ddp" "width" 4 abc
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "bench command lines: all checks passed"

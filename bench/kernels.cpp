@@ -2,13 +2,16 @@
 // in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
 // against a raw cuBLAS call on the same handle (4096^3 on cuda). On sim (no GPU) sizes are
 // tiny and the run only proves every kernel launches: sim figures mean nothing.
-// Usage: kernels [--device cuda|sim] [--quick]
+// --sim-check (a -Dsim_check=enabled build): instead of timings, each kernel's memory
+// traffic on sim and its predicted H200 time (bench/kernels_sim_check.cpp).
+// Usage: kernels [--device cuda|sim] [--quick] [--sim-check]
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
 
 #include "bench/cli.h"
+#include "bench/kernels_sim_check.h"
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
@@ -45,6 +48,7 @@ Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
 struct Flags {
   Device device{DeviceType::sim};
   bool quick = false;
+  bool sim_check = false;
 };
 
 Flags parse(int argc, char** argv) {
@@ -59,22 +63,34 @@ Flags parse(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda", "sim"}));
   app.add_flag("--quick", f.quick,
                "smaller tensors on cuda, 2^24 instead of 2^26 elements (default: off)");
+  app.add_flag("--sim-check", f.sim_check,
+               "memory traffic and predicted H200 time of each kernel on sim, instead of timings "
+               "(a -Dsim_check=enabled build)");
   bench::parse_flags(app, argc, argv);
   f.device = Device(device_name);
+  if (f.sim_check) {
+    RG_CHECK(
+        bench::sim_check_available(),
+        "kernels --sim-check: this build has no sim-check (configure with -Dsim_check=enabled)");
+    f.device = Device(DeviceType::sim);
+  }
   return f;
 }
 
 // Each memory-bound kernel on n f32 elements (rows of 1024 where it has rows), in GB/s
-// against a device memcpy of the same tensor.
-void memory_bound_table(Device device, int64_t n, int iters) {
+// against a device memcpy of the same tensor; with sim_check, each kernel's traffic instead.
+void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
   const KernelTable& k = kernel_table(device.type);
   Tensor a = filled({n}, DType::f32, device, 1.0), b = filled({n}, DType::f32, device, 2.0);
   Tensor out = empty({n}, DType::f32, device);
-  double memcpy_ms = time_ms(device, iters, [&] { k.copy(out, a); });
+  if (sim_check) bench::sim_check_header();
+  double memcpy_ms = sim_check ? 1 : time_ms(device, iters, [&] { k.copy(out, a); });
   double memcpy_gbs = 2.0 * n * 4 / memcpy_ms / 1e6;
-  std::printf("%-28s %9.3f ms %8.1f GB/s  (baseline)\n", "device memcpy", memcpy_ms, memcpy_gbs);
+  if (!sim_check)
+    std::printf("%-28s %9.3f ms %8.1f GB/s  (baseline)\n", "device memcpy", memcpy_ms, memcpy_gbs);
 
   auto report = [&](const char* name, double bytes, const std::function<void()>& fn) {
+    if (sim_check) return bench::sim_check_row(name, bytes, fn);
     double ms = time_ms(device, iters, fn);
     double gbs = bytes / ms / 1e6;
     std::printf("%-28s %9.3f ms %8.1f GB/s  %5.2fx memcpy\n", name, ms, gbs, gbs / memcpy_gbs);
@@ -112,6 +128,7 @@ void memory_bound_table(Device device, int64_t n, int iters) {
   report("cross_entropy rows of 1024", n * 4.0, [&] { k.cross_entropy(loss, a2, targets, -100); });
   report("random normal", n * 4.0, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, [&] { k.adamw(out, a, m, v, adamw); });
+  if (sim_check) bench::sim_check_footer();
 }
 
 // matmul: ringgrad's kernel (transpose plumbing included) against the raw cuBLAS call, f32
@@ -137,8 +154,7 @@ void matmul_table(Device device) {
       gpu::Stream stream = gpu::current_stream(device);  // also makes `device` current
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-        std::fprintf(stderr, "kernels: cublasCreate failed\n");
-        return 1;
+        throw Error("kernels: cublasCreate failed");
       }
       cublasSetStream(handle, static_cast<cudaStream_t>(stream.handle));
       float one = 1, zero = 0;
@@ -181,10 +197,14 @@ int main(int argc, char** argv) {
   const bool gpu = device.is_cuda();
   const int64_t n = gpu ? (flags.quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
   const int iters = gpu ? 20 : 2;
+  if (flags.sim_check) {  // matmul is cuBLAS (an Eigen shim on sim): nothing to instrument
+    memory_bound_table(device, n, iters, true);
+    return 0;
+  }
   std::printf("device %s, %lld f32 elements per tensor%s\n", device.str().c_str(),
               static_cast<long long>(n),
               gpu ? "" : " (sim: launch check only, figures meaningless)");
-  memory_bound_table(device, n, iters);
+  memory_bound_table(device, n, iters, false);
   matmul_table(device);
   print_allocator_stats(device);
   std::printf("kernels bench: OK\n");

@@ -104,12 +104,21 @@ struct DeviceErrorSlot {
   }
 };
 
+// Stores the first error of a launch into a DeviceErrorSlot: slot[0] goes from 0 to 1 once,
+// and only the thread that flipped it writes the value (plain stores from every failing
+// thread would race, and the value reported would be any of theirs).
+__device__ inline void record_device_error(int64_t* slot, int64_t value) {
+  auto* flag = reinterpret_cast<unsigned long long*>(slot);
+  if (atomicCAS(flag, 0ull, 1ull) == 0ull) slot[1] = value;
+}
+
 // Device-to-device memcpy on `stream` (asynchronous on cuda).
 inline void device_memcpy(void* dst, const void* src, size_t nbytes, gpu_stream_t stream) {
   if (nbytes == 0) return;
 #if RG_SIM
   (void)stream;
   memmove(dst, src, nbytes);
+  sim::check::mark_written(dst, nbytes);  // a copy sim-check's load/store hooks do not see
 #else
   CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
 #endif

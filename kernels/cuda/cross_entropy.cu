@@ -44,7 +44,7 @@ __device__ inline int64_t row_target(const int64_t* targets, const RowArgs& a) {
   int64_t t = targets[blockIdx.x];
   if (t == a.ignore_index) return -1;
   if (t < 0 || t >= a.c) {
-    if (threadIdx.x == 0) a.error[0] = 1, a.error[1] = t;
+    if (threadIdx.x == 0) record_device_error(a.error, t);
     return -1;
   }
   return t;

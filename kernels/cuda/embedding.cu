@@ -2,7 +2,7 @@
 // strides; indices: N int64/int32 values (any shape/strides, made contiguous int64).
 //   forward:  out[n, :] = weight[indices[n], :]        one thread per (n, d) element
 //   backward: grad_weight[indices[n], :] += grad_out[n, :]   atomicAdd per element (bf16:
-//             compare-and-swap on the enclosing 32-bit word). On a GPU the order of the
+//             a 16-bit compare-and-swap). On a GPU the order of the
 //             additions to a repeated row varies, so results may differ in the last bits
 //             from run to run (the cpu kernel sums in order); sim runs in order.
 // An index out of range is reported through a DeviceErrorSlot and thrown after the launch.
@@ -18,8 +18,7 @@ struct Geometry {
 
 __device__ inline bool check_index(int64_t v, int64_t vocab, int64_t* error) {
   if (v >= 0 && v < vocab) return true;
-  error[0] = 1;
-  error[1] = v;
+  record_device_error(error, v);
   return false;
 }
 
@@ -37,17 +36,14 @@ __global__ void embedding_kernel(T* out, const T* weight, const int64_t* indices
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(bf16* p, float v) {
-  // the aligned 32-bit word holding *p; the bf16 is its low or high half (little endian)
-  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-  unsigned* word = reinterpret_cast<unsigned*>(addr & ~uintptr_t(3));
-  unsigned shift = (addr & 2) ? 16 : 0;
-  unsigned old = *word, assumed;
+  // On the 16 bits themselves (atomicCAS on unsigned short: sm_70+). The aligned 32-bit word
+  // around the last element of a tensor would reach 2 bytes past its end (sim-check memcheck).
+  auto* bits = reinterpret_cast<unsigned short*>(p);
+  unsigned short old = *bits, assumed;
   do {
     assumed = old;
-    bf16 cur{uint16_t((assumed >> shift) & 0xffffu)};
-    unsigned sum = float_to_bf16(bf16_to_float(cur) + v).bits;
-    unsigned next = (assumed & ~(0xffffu << shift)) | (sum << shift);
-    old = atomicCAS(word, assumed, next);
+    unsigned short next = float_to_bf16(bf16_to_float(bf16{assumed}) + v).bits;
+    old = atomicCAS(bits, assumed, next);
   } while (old != assumed);
 }
 

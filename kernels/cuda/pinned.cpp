@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cuda/stream.h"
+#include "kernels/sim/check/check.h"
 #if RG_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -49,6 +50,7 @@ void copy_async(const Tensor& dst, const Tensor& src) {
   RG_CHECK(dst.device().is_host_memory() && src.device().is_host_memory(),
            "copy_async: unsupported devices ", dst.device(), " and ", src.device());
   std::memmove(dst.data_ptr(), src.data_ptr(), nbytes);
+  if (dst.device().is_sim()) rg::sim::check::mark_written(dst.data_ptr(), nbytes);
 }
 
 }  // namespace rg::gpu

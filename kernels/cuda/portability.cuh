@@ -41,6 +41,7 @@ using gpu_stream_t = cudaStream_t;
 
 #else
 // ======================================================================== g++: the sim device
+#include "kernels/sim/check/check.h"
 #include "kernels/sim/interpreter.h"
 
 #define RG_SIM 1
@@ -127,6 +128,16 @@ inline int atomicCAS(int* a, int expected, int desired) {
   return expected;
 }
 inline unsigned atomicCAS(unsigned* a, unsigned expected, unsigned desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;
+}
+inline unsigned short atomicCAS(unsigned short* a, unsigned short expected,
+                                unsigned short desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;
+}
+inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long expected,
+                                    unsigned long long desired) {
   __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return expected;
 }

@@ -9,6 +9,7 @@
 #pragma GCC diagnostic pop
 
 #include "core/dtype.h"
+#include "kernels/sim/check/check.h"
 #include "kernels/sim/cublas_shim.h"
 
 namespace rg::sim {
@@ -54,7 +55,9 @@ void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alp
     const char* b_ptr = static_cast<const char*>(B) + b * sb * element_size(bt);
     char* c_ptr = static_cast<char*>(C) + b * sc * element_size(ct);
     ColMatrix<T> prod = load<T>(a_ptr, at, lda, ta, m, k) * load<T>(b_ptr, bt, ldb, tb, k, n);
-    for (int j = 0; j < n; ++j)
+    for (int j = 0; j < n; ++j) {
+      // sim-check: cuBLAS's writes are not instrumented; mark this column written
+      check::mark_written(c_ptr + int64_t(j) * ldc * element_size(ct), m * element_size(ct));
       for (int i = 0; i < m; ++i) {
         int64_t idx = int64_t(j) * ldc + i;
         switch (ct) {
@@ -76,6 +79,7 @@ void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alp
           }
         }
       }
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/sim/check/check.h"
 
 namespace rg::sim {
 
@@ -22,10 +23,27 @@ size_t host_memory(int) {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// With sim-check, each block has red zones of check::kRedZone bytes on both sides, so an
+// overrun lands in memory sim-check knows, not in a neighbouring block.
+void* raw_allocate(size_t n, int) {
+  n = (n + 255) & ~size_t(255);
+  if (!check::instrumented()) return std::aligned_alloc(256, n);
+  auto* base = static_cast<char*>(std::aligned_alloc(256, n + 2 * check::kRedZone));
+  if (!base) return nullptr;
+  check::on_raw_alloc(base + check::kRedZone, n);
+  return base + check::kRedZone;
+}
+
+void raw_release(void* p, int) {
+  if (!check::instrumented()) return std::free(p);
+  check::on_raw_free(p);
+  std::free(static_cast<char*>(p) - check::kRedZone);
+}
+
 gpu::RawMemory raw_host_memory() {
   gpu::RawMemory raw;
-  raw.allocate = [](size_t n, int) { return std::aligned_alloc(256, (n + 255) & ~size_t(255)); };
-  raw.release = [](void* p, int) { std::free(p); };
+  raw.allocate = raw_allocate;
+  raw.release = raw_release;
   raw.total = host_memory;
   return raw;
 }
@@ -38,11 +56,18 @@ constexpr int kMaxSimDevices = 16;
 void register_sim_device() {
   DeviceInterface d;
   d.allocate = [](size_t n, int index) {
-    return allocator(index).allocate(n, gpu::current_stream(Device(DeviceType::sim, index)).handle);
+    void* p =
+        allocator(index).allocate(n, gpu::current_stream(Device(DeviceType::sim, index)).handle);
+    check::on_alloc(p, n);
+    return p;
   };
-  d.deallocate = [](void* p, size_t, int index) { allocator(index).deallocate(p); };
+  d.deallocate = [](void* p, size_t, int index) {
+    check::on_free(p);
+    allocator(index).deallocate(p);
+  };
   d.copy = [](void* dst, Device, const void* src, Device, size_t n) {
     if (n) std::memmove(dst, src, n);
+    check::mark_written(dst, n);
   };
   d.synchronize = [](int) {};
   d.stats = [](int index) { return allocator(index).stats(); };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/sim/check/check.h"
 #include "kernels/sim/fiber_switch.h"
 
 namespace rg::sim {
@@ -37,6 +38,7 @@ struct Fiber {
   unsigned mask = 0;
   int arg = 0, width = kWarpSize;
   uint64_t value = 0, result = 0;
+  const void* pc = nullptr;  // call site of the barrier or warp op it waits at
   std::exception_ptr error;
 };
 
@@ -108,9 +110,10 @@ void resume(Worker& w, Fiber& f) {
 }
 
 // Parks the running fiber in `state` and returns to the scheduler.
-void park(Worker& w, FiberState state) {
+void park(Worker& w, FiberState state, const void* pc) {
   Fiber* f = w.current;
   f->state = state;
+  f->pc = pc;
   fiber_switch(f->context, w.scheduler);
 }
 
@@ -151,6 +154,30 @@ int shuffle_source(const Fiber& f, int lane) {
   return (src < segment || src >= segment + width) ? -1 : src;
 }
 
+// A synchronisation error (compute-sanitizer's synccheck): reported to sim-check with the
+// call site, then thrown.
+[[noreturn]] void sync_error(const std::string& message, const void* pc,
+                             const void* other_pc = nullptr) {
+  check::report_sync_error("synccheck: " + message, pc, other_pc);
+  std::string at = pc ? check::source_line(pc) : "??:0";  // known with line tables
+  RG_FAIL("sim: ", message, at.rfind("??", 0) == 0 ? "" : " at " + at);
+}
+
+// A shuffle's source lane must be one of the mask's (a GPU gives an undefined value
+// otherwise); a source outside the lane's `width` segment keeps the lane's value (CUDA).
+void check_sources(const Worker& w, const Fiber* lanes, unsigned group, unsigned warp) {
+  for (int g = 0; g < 32; ++g) {
+    if (!(group >> g & 1)) continue;
+    int src = shuffle_source(lanes[g], g);
+    if (src >= 0 && !(group >> src & 1))
+      sync_error(
+          str("kernel '", w.spec->name, "' ", block_str(w.block), " warp ", warp, ": lane ", g,
+              " of ", op_str(lanes[g].op), " reads lane ", src, ", which is not in the mask 0x",
+              std::hex, lanes[g].mask, " (undefined on a GPU)"),
+          lanes[g].pc);
+  }
+}
+
 // Every lane of [lo, hi) is stopped; resolves the warp ops some of them wait at.
 void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
   const char* name = w.spec->name;
@@ -165,23 +192,33 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
     if (!(waiting >> l & 1) || (done_groups >> l & 1)) continue;
     const Fiber& f = lanes[l];
     unsigned group = f.mask & exists;
-    RG_CHECK(group >> l & 1, "sim: kernel '", name, "' ", block_str(w.block), " warp ",
-             lo / kWarpSize, ": lane ", l, " calls ", op_str(f.op), " with mask 0x", std::hex,
-             f.mask, " that excludes itself");
-    RG_CHECK((group & waiting) == group, "sim: kernel '", name, "' ", block_str(w.block), " warp ",
-             lo / kWarpSize, ": ", op_str(f.op), " with mask 0x", std::hex, f.mask,
-             " reached by lanes 0x", waiting & group,
-             " only (the others returned or wait at "
-             "__syncthreads): a GPU would hang or give undefined results");
+    std::string at = str("kernel '", name, "' ", block_str(w.block), " warp ", lo / kWarpSize);
+    if (!(group >> l & 1))
+      sync_error(str(at, ": lane ", l, " calls ", op_str(f.op), " with mask 0x", std::hex, f.mask,
+                     " that excludes itself"),
+                 f.pc);
+    if (f.mask & ~exists)
+      sync_error(
+          str(at, ": ", op_str(f.op), " with mask 0x", std::hex, f.mask, " in a partial warp of ",
+              std::dec, count, " lanes names lanes that do not exist (undefined on a GPU)"),
+          f.pc);
+    if ((group & waiting) != group)
+      sync_error(str(at, ": ", op_str(f.op), " with mask 0x", std::hex, f.mask,
+                     " reached by lanes 0x", waiting & group,
+                     " only (the others returned or wait at "
+                     "__syncthreads): a GPU would hang or give undefined results"),
+                 f.pc);
     RG_CHECK(f.width > 0 && f.width <= kWarpSize && (f.width & (f.width - 1)) == 0, "sim: kernel '",
              name, "': ", op_str(f.op), " width ", f.width, " is not a power of two <= 32");
     for (int g = 0; g < count; ++g) {
       if (!(group >> g & 1)) continue;
-      RG_CHECK(lanes[g].op == f.op && lanes[g].mask == f.mask, "sim: kernel '", name, "' ",
-               block_str(w.block), " warp ", lo / kWarpSize, ": lanes ", l, " and ", g,
-               " wait at different warp ops (", op_str(f.op), ", ", op_str(lanes[g].op),
-               ") with the same lanes");
+      if (lanes[g].op != f.op || lanes[g].mask != f.mask)
+        sync_error(str(at, ": lanes ", l, " and ", g, " wait at different warp ops (", op_str(f.op),
+                       ", ", op_str(lanes[g].op), ") with the same lanes"),
+                   lanes[g].pc);
     }
+    check_sources(w, lanes, group, lo / kWarpSize);
+    check::on_warp_sync(lo, group);
     uint64_t votes = 0;
     bool all = true, any = false;
     for (int g = 0; g < count; ++g) {
@@ -209,14 +246,26 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
           break;
         default: {
           int src = shuffle_source(lane, g);
-          bool valid = src >= 0 && (group >> src & 1);
-          lane.result = valid ? lanes[src].value : lane.value;
+          lane.result = src >= 0 ? lanes[src].value : lane.value;
         }
       }
       lane.state = FiberState::ready;
     }
     done_groups |= group;
   }
+}
+
+// Every thread waits at a barrier: the same one, or the block diverged. The compiler may
+// duplicate one source barrier (unswitching a loop), so call sites are compared by source
+// line (known where the objects carry line tables: sim-check builds, -g builds).
+void check_same_barrier(const Worker& w, unsigned n) {
+  for (unsigned i = 1; i < n; ++i)
+    if (w.fibers[i].pc != w.fibers[0].pc &&
+        check::source_line(w.fibers[i].pc) != check::source_line(w.fibers[0].pc))
+      sync_error(str("kernel '", w.spec->name, "' ", block_str(w.block), ": threads 0 and ", i,
+                     " wait at different __syncthreads() call sites (a divergent barrier: "
+                     "undefined on a GPU)"),
+                 w.fibers[i].pc, w.fibers[0].pc);
 }
 
 void run_block_fibers(Worker& w, unsigned n) {
@@ -239,14 +288,23 @@ void run_block_fibers(Worker& w, unsigned n) {
         if (!warp_op) break;
         resolve_warp(w, lo, hi);
       }
+      check::on_warp_stopped();
     }
     unsigned at_barrier = 0;
     for (unsigned i = 0; i < n; ++i) at_barrier += w.fibers[i].state == FiberState::at_barrier;
     if (at_barrier == 0) return;
-    RG_CHECK(at_barrier == n, "sim: kernel '", w.spec->name, "' ", block_str(w.block),
-             ": __syncthreads() reached by ", at_barrier, " of ", n,
-             " threads (the others returned): a GPU would hang or corrupt shared memory");
+    if (at_barrier != n) {
+      const void* pc = nullptr;
+      for (unsigned i = 0; i < n && !pc; ++i)
+        if (w.fibers[i].state == FiberState::at_barrier) pc = w.fibers[i].pc;
+      sync_error(str("kernel '", w.spec->name, "' ", block_str(w.block),
+                     ": __syncthreads() reached by ", at_barrier, " of ", n,
+                     " threads (the others returned): a GPU would hang or corrupt shared memory"),
+                 pc);
+    }
+    check_same_barrier(w, n);
     for (unsigned i = 0; i < n; ++i) w.fibers[i].state = FiberState::ready;
+    check::on_barrier_release();
   }
 }
 
@@ -256,6 +314,7 @@ void run_block_plain(Worker& w, unsigned n) {
   for (unsigned i = 0; i < n; ++i) {
     coords = coords_of(i, w.block.block_dim);
     w.body.call(w.body.ctx);
+    if (i % kWarpSize == kWarpSize - 1 || i + 1 == n) check::on_warp_stopped();
   }
   tls_thread = nullptr;
 }
@@ -303,23 +362,35 @@ void run_grid(const LaunchSpec& spec, KernelBody body) {
   w.block.dynamic_shared = w.dynamic_shared.data() + ((16 - addr % 16) % 16);
   tls_block = &w.block;
   unsigned n = spec.block.x * spec.block.y * spec.block.z;
-  for (unsigned z = 0; z < spec.grid.z; ++z)
-    for (unsigned y = 0; y < spec.grid.y; ++y)
-      for (unsigned x = 0; x < spec.grid.x; ++x) {
-        w.block.block_idx = uint3{x, y, z};
-        // Shared memory starts as garbage on a GPU: poison it so reads before writes show.
-        std::memset(w.block.dynamic_shared, 0xff, spec.shared_bytes);
-        if (w.mode == Mode::fibers)
-          run_block_fibers(w, n);
-        else
-          run_block_plain(w, n);
-      }
+  check::on_launch_begin(spec.name, w.block.dynamic_shared, spec.shared_bytes, n);
+  try {
+    for (unsigned z = 0; z < spec.grid.z; ++z)
+      for (unsigned y = 0; y < spec.grid.y; ++y)
+        for (unsigned x = 0; x < spec.grid.x; ++x) {
+          w.block.block_idx = uint3{x, y, z};
+          // Shared memory starts as garbage on a GPU: poison it so reads before writes show.
+          std::memset(w.block.dynamic_shared, 0xff, spec.shared_bytes);
+          check::on_block_begin(x, y, z);
+          if (w.mode == Mode::fibers)
+            run_block_fibers(w, n);
+          else
+            run_block_plain(w, n);
+        }
+  } catch (...) {
+    check::on_launch_abort();
+    throw;
+  }
+  check::on_launch_end();
 }
+
+// The call site of a barrier or warp op: the return address into the kernel (the inline
+// wrappers of portability.cuh are inlined at -O1 and above; at -O0 all sites look alike).
+#define RG_CALL_SITE (static_cast<const char*>(__builtin_return_address(0)) - 1)
 
 void syncthreads() {
   Worker& w = worker();
   check_in_fiber(w, "__syncthreads()");
-  park(w, FiberState::at_barrier);
+  park(w, FiberState::at_barrier, RG_CALL_SITE);
 }
 
 uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width) {
@@ -331,8 +402,15 @@ uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int wi
   f->value = value;
   f->arg = arg;
   f->width = width;
-  park(w, FiberState::at_warp_op);
+  park(w, FiberState::at_warp_op, RG_CALL_SITE);
   return f->result;
+}
+
+// The interpreter's thread_locals, which lie in the same TLS block as `__shared__`.
+std::vector<std::pair<uintptr_t, uintptr_t>> check::interpreter_tls_ranges() {
+  auto* w = &worker();
+  auto lo = reinterpret_cast<uintptr_t>(w);
+  return {{lo, lo + sizeof(Worker)}};
 }
 
 }  // namespace rg::sim

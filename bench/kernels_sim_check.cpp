@@ -1,0 +1,83 @@
+// bench/kernels --sim-check: one row per op of the kernels bench, from sim-check's counters
+// (kernels/sim/check/metrics.cpp) over one run of the op on sim:
+//   bytes     DRAM bytes under sim-check's L2 model (first load and first store of each
+//             32-byte sector per launch), against the minimum the op needs (its tensors);
+//   sect/req  32-byte sectors per warp-level global load and store (4 = coalesced f32; the
+//             elementwise kernels' 16-byte Vec loads are split in 4 by sim-check: 16);
+//   bank      shared-memory bank conflicts per shared request (wavefronts - ideal);
+//   threads   CUDA threads launched (too few cannot keep an H200's HBM busy);
+//   H200      predicted time at the cuda bench size (2^26 elements; the traffic ratio is
+//             taken as size-independent): max(bytes / 4.8 TB/s, launches x 2 us launch
+//             floor), and the fraction of peak bandwidth the op's minimum bytes reach then.
+// Occupancy would come from `ptxas -v`; this build has no nvcc, so it says n/a. There is no
+// GPU here either, so no measured time stands beside the prediction: compare with
+// `bench/kernels --device cuda` on a GPU machine (same row names).
+#include "bench/kernels_sim_check.h"
+
+#include <cstdio>
+#include <string>
+
+#include "kernels/sim/check/check.h"
+
+namespace rg::bench {
+
+namespace {
+constexpr double kHbmBytesPerSecond = 4.8e12;  // H200 peak HBM3e bandwidth
+constexpr double kLaunchFloorSeconds = 2e-6;   // per kernel launch
+constexpr double kGpuElements = double(1 << 26);
+constexpr double kSimElements = double(1 << 16);
+}  // namespace
+
+bool sim_check_available() { return sim::check::instrumented(); }
+
+void sim_check_header() {
+  std::printf("sim-check memory traffic per op (sim, 2^16 f32 elements per tensor)\n");
+  std::printf("%-28s %7s %10s %10s %6s %11s %5s %8s %9s %6s %9s\n", "op", "kernels", "bytes",
+              "min bytes", "ratio", "sect/req", "bank", "threads", "H200 us", "peak%", "occupancy");
+}
+
+void sim_check_row(const char* name, double min_bytes, const std::function<void()>& fn) {
+  sim::check::reset_metrics();
+  fn();
+  sim::check::Metrics t;
+  for (const auto& [kernel, m] : sim::check::metrics()) {
+    t.launches += m.launches;
+    t.threads += m.threads;
+    t.load_requests += m.load_requests;
+    t.load_sectors += m.load_sectors;
+    t.store_requests += m.store_requests;
+    t.store_sectors += m.store_sectors;
+    t.dram_bytes += m.dram_bytes;
+    t.shared_requests += m.shared_requests;
+    t.shared_wavefronts += m.shared_wavefronts;
+    t.shared_ideal += m.shared_ideal;
+  }
+  auto per = [](uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 0.0; };
+  std::string sectors = std::to_string(per(t.load_sectors, t.load_requests)).substr(0, 4) + "/" +
+                        std::to_string(per(t.store_sectors, t.store_requests)).substr(0, 4);
+  std::string bank =
+      t.shared_requests
+          ? std::to_string(per(t.shared_wavefronts - t.shared_ideal, t.shared_requests))
+                .substr(0, 4)
+          : "-";
+  double ratio = double(t.dram_bytes) / min_bytes;
+  double gpu_min = min_bytes * kGpuElements / kSimElements;
+  double seconds = std::max(ratio * gpu_min / kHbmBytesPerSecond, t.launches * kLaunchFloorSeconds);
+  double peak = gpu_min / kHbmBytesPerSecond / seconds;
+  std::printf("%-28s %7llu %10llu %10.0f %6.2f %11s %5s %8llu %9.1f %5.1f%% %9s\n", name,
+              static_cast<unsigned long long>(t.launches),
+              static_cast<unsigned long long>(t.dram_bytes), min_bytes, ratio, sectors.c_str(),
+              bank.c_str(), static_cast<unsigned long long>(t.threads), seconds * 1e6, 100 * peak,
+              "n/a");
+}
+
+void sim_check_footer() {
+  std::printf(
+      "sect/req: loads/stores (ideal 4 for f32, 2 for bf16 stores, 16 where sim-check splits a "
+      "16-byte vector load in four); bank: conflicts per shared "
+      "request; H200: predicted at 2^26 elements, 4.8 TB/s and a 2 us launch floor, assuming "
+      "enough threads in flight; occupancy: n/a (no nvcc/ptxas at build time); measured GPU "
+      "time: n/a (no GPU; run bench/kernels --device cuda there)\n");
+}
+
+}  // namespace rg::bench

@@ -24,13 +24,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -173,17 +174,39 @@ std::string describe_end(int status) {
   return "ended with status " + std::to_string(status);
 }
 
-// Remembers which other rank an error line blames: survivors name the peer they lost
-// (dist/: "rank 1 aborted: ...", "rank 1 failed: ...", "waiting for rank 0", "rank 0 has gone",
-// "rank 0 does not answer"). Errors nest ("rank 2: rank 1 failed: ... rank 0 does not
-// answer"), so the last such name is the deepest cause.
-void note_named_ranks(Rank& r, const std::string& line) {
-  static const std::regex blamed(
-      R"(\brank (\d+) (?:aborted|failed|has gone|does not answer|did not answer|did not join|)"
-      R"(did not connect|stopped answering)|waiting for rank (\d+))");
+// Survivors name the peer they lost (dist/: "rank 1 aborted: ...", "rank 1 failed: ...",
+// "waiting for rank 0", "rank 0 has gone", "rank 0 does not answer"). The last rank a line
+// names so: "rank <n> <verb>" or "waiting for rank <n>"; -1 when there is none. (A plain scan: GCC
+// 12's std::regex floods the sanitizer build with false maybe-uninitialized warnings.)
+int last_blamed_rank(std::string_view line) {
+  static constexpr std::string_view kVerbs[] = {
+      "aborted",        "failed",       "has gone",        "does not answer",
+      "did not answer", "did not join", "did not connect", "stopped answering"};
+  constexpr std::string_view kWaiting = "waiting for ";
   int last = -1;
-  for (std::sregex_iterator it(line.begin(), line.end(), blamed), end; it != end; ++it)
-    last = std::atoi(((*it)[1].matched ? (*it)[1] : (*it)[2]).str().c_str());
+  for (size_t at = line.find("rank "); at != std::string_view::npos;
+       at = line.find("rank ", at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'))
+      continue;  // "rank" must start a word
+    size_t digits = at + 5, end = digits;
+    while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+    if (end == digits || end - digits > 9) continue;
+    std::string_view rest = line.substr(end);
+    bool waited_for =
+        at >= kWaiting.size() && line.substr(at - kWaiting.size(), kWaiting.size()) == kWaiting;
+    bool lost = rest.starts_with(' ') &&
+                std::any_of(std::begin(kVerbs), std::end(kVerbs),
+                            [&](auto verb) { return rest.substr(1).starts_with(verb); });
+    if (waited_for || lost)
+      last = std::atoi(std::string(line.substr(digits, end - digits)).c_str());
+  }
+  return last;
+}
+
+// Remembers which other rank an error line blames. Errors nest ("rank 2: rank 1 failed: ...
+// rank 0 does not answer"), so the last such name is the deepest cause.
+void note_named_ranks(Rank& r, const std::string& line) {
+  int last = last_blamed_rank(line);
   if (r.blames < 0 && last >= 0 && last != r.rank) r.blames = last;
 }
 

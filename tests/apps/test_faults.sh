@@ -165,6 +165,22 @@ expect "different --seed: rgrun exits 2" [ "$RC" = 2 ]
 expect "different --seed: the error names the flag and the ranks" \
   has "$OUT" "the ranks disagree on --seed: ranks 0, 1: 7; rank 2: 8"
 expect "different --seed: no training step ran" hasnt "$OUT" "step 1/"
+start_job steps "$RGRUN" --nproc-per-node 3 -- sh -c \
+  'exec "$0" "$@" --steps $((5 + RANK % 2))' "$RGTRAIN" "${TINY[@]}"
+finish_job
+expect "different --steps: the error names the flag and the ranks" \
+  eval '[ "$RC" = 2 ] && has "$OUT" "the ranks disagree on --steps: ranks 0, 2: 5; rank 1: 6"'
+# same size, other bytes: only the content fingerprint can tell the two files apart
+printf 'abcdefgh\n%.0s' $(seq 500) >"$TMP/data_a.txt"
+printf 'hgfedcba\n%.0s' $(seq 500) >"$TMP/data_b.txt"
+start_job datafiles DIR="$TMP" "$RGRUN" --nproc-per-node 3 -- sh -c \
+  'exec "$0" "$@" --data "$DIR/data_$([ "$RANK" = 2 ] && echo b || echo a).txt"' \
+  "$RGTRAIN" --layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8 \
+  --eval-every 0 --steps 3
+finish_job
+expect "different --data contents: the error names the file setting and rank 2" \
+  eval '[ "$RC" = 2 ] && has "$OUT" "the ranks disagree on --data file" && has "$OUT" "rank 2:"'
+expect "different --data contents: no training step ran" hasnt "$OUT" "step 1/"
 
 # ---- a file only one rank cannot read: it fails, and the others at once, naming it
 python3 -c 'import random; random.seed(1)

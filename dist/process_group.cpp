@@ -45,6 +45,18 @@ Milliseconds default_timeout() {
   return Milliseconds(300'000);
 }
 
+size_t default_direct_bytes() {
+  if (const char* s = std::getenv("RG_DIST_DIRECT_BYTES"); s && *s) {
+    char* end = nullptr;
+    const long long bytes = std::strtoll(s, &end, 10);
+    RG_CHECK(end != s && *end == '\0' && bytes >= 0 && bytes <= (int64_t(1) << 30),
+             "RG_DIST_DIRECT_BYTES: expected a whole number of bytes from 0 to 1 GiB, got '", s,
+             "'");
+    return static_cast<size_t>(bytes);
+  }
+  return 64 << 10;
+}
+
 std::string describe(const Envelope& env) {
   if (env.kind == Collective::p2p)
     return str("send/recv with tag ", env.tag, " (", env.count, " ", dtype_name(env.dtype), ")");
@@ -247,7 +259,7 @@ std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, CombineOp op
   Envelope env = next_envelope(Collective::allreduce, tensor, tensor.numel());
   env.op = op;
   return enqueue(Collective::allreduce,
-                 [this, tensor, op, env] { ring_allreduce(*this, tensor, op, env); });
+                 [this, tensor, op, env] { allreduce_by_size(*this, tensor, op, env); });
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -292,9 +304,9 @@ std::shared_ptr<Work> ProcessGroup::barrier() {
   Tensor token = empty({0}, DType::i32, default_device());
   Envelope env = next_envelope(Collective::barrier, token, 0);
   return enqueue(Collective::barrier, [this, token, env] {
-    // A ring all-reduce sends at least one message per step, so no rank can finish it
-    // before every rank has started it.
-    ring_allreduce(*this, token, CombineOp::sum, env);
+    // An all-reduce waits for a message from every rank (directly, or along the ring), so
+    // no rank can finish it before every rank has started it.
+    allreduce_by_size(*this, token, CombineOp::sum, env);
   });
 }
 

@@ -48,12 +48,18 @@ using Milliseconds = std::chrono::milliseconds;
 
 // RG_DIST_TIMEOUT (seconds, may be fractional) when set, else 300 s.
 Milliseconds default_timeout();
+// RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
+// else 64 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
+size_t default_direct_bytes();
 
 struct Options {
   // How long any rank waits for another to send or receive before the group fails.
   Milliseconds timeout = default_timeout();
   // Ring pipelining: each segment is cut into chunks of about this many bytes.
   size_t chunk_bytes = 512 << 10;
+  // All-reduces of at most this many bytes, and barriers, skip the ring for a direct
+  // exchange: one message step instead of 2 (N-1) (dist/ring_allreduce.cpp). 0: never.
+  size_t direct_bytes = default_direct_bytes();
   // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
   std::string job_token = job_token_from_env();
 };

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "dist/threads_group.h"
@@ -316,4 +317,52 @@ TEST_CASE("a failed group fails every later collective with the first error") {
   auto work = groups[0]->allreduce(t);
   CHECK_THROWS_WITH_AS(work->wait(), doctest::Contains("rank 1 aborted: test abort"), Error);
   CHECK_THROWS_WITH_AS(groups[0]->allreduce(t)->wait(), doctest::Contains("test abort"), Error);
+}
+
+// The direct exchange (Options::direct_bytes and below) and the ring (above) each give the
+// reference and identical bits on every rank, on both sides of the crossover and at it.
+TEST_CASE("all-reduce at the direct-exchange crossover: both algorithms are exact and identical") {
+  for (int world = 1; world <= 5; ++world) {
+    for (DType dtype : kAllDtypes) {
+      for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
+        if (!supports(dtype, op)) continue;
+        Options options;
+        options.direct_bytes = 64 * itemsize(dtype);
+        for (int64_t length : {int64_t(63), int64_t(64), int64_t(65)}) {
+          CAPTURE(world);
+          CAPTURE(length);
+          INFO(dtype_name(dtype), " ", combine_op_name(op));
+          std::vector<std::vector<char>> results;
+          REQUIRE_NOTHROW(results = allreduce_on_threads(world, dtype, op, length, options));
+          for (int r = 1; r < world; ++r) CHECK(results[r] == results[0]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("direct-exchange all-reduce gives the same bits run after run, at every size") {
+  Options always_direct;
+  always_direct.direct_bytes = size_t(1) << 30;
+  for (int64_t length : {int64_t(0), int64_t(1), int64_t(1000), int64_t(100'003)}) {
+    CAPTURE(length);
+    auto first = allreduce_on_threads(5, DType::f32, CombineOp::sum, length, always_direct);
+    for (int r = 1; r < 5; ++r) CHECK(first[r] == first[0]);
+    CHECK(allreduce_on_threads(5, DType::f32, CombineOp::sum, length, always_direct) == first);
+  }
+  Options never_direct;
+  never_direct.direct_bytes = 0;  // the ring even for barriers and single elements
+  auto ring = allreduce_on_threads(3, DType::f64, CombineOp::sum, 1, never_direct);
+  CHECK(ring[1] == ring[0]);
+  CHECK(ring[2] == ring[0]);
+}
+
+TEST_CASE("RG_DIST_DIRECT_BYTES sets the default crossover; a bad value is named") {
+  setenv("RG_DIST_DIRECT_BYTES", "4096", 1);
+  CHECK(default_direct_bytes() == 4096);
+  CHECK(Options().direct_bytes == 4096);
+  setenv("RG_DIST_DIRECT_BYTES", "4K", 1);
+  CHECK_THROWS_WITH(default_direct_bytes(), doctest::Contains("RG_DIST_DIRECT_BYTES"));
+  unsetenv("RG_DIST_DIRECT_BYTES");
+  CHECK(default_direct_bytes() == size_t(64) << 10);
 }

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "core/parallel.h"
 #include "dist/broadcast.h"
 #include "dist/ring_allreduce.h"
 
@@ -133,6 +134,7 @@ void ProcessGroup::set_failure(const std::string& message) {
 }
 
 void ProcessGroup::comm_loop() {
+  set_thread_num_threads_cap(1);  // see core/parallel.h
   for (;;) {
     std::pair<Task, std::shared_ptr<PromiseWork>> item;
     {

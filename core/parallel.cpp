@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
@@ -22,9 +23,9 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return g_num_threads.load(); }
 
-void set_thread_num_threads_cap(int n) {
+int set_thread_num_threads_cap(int n) {
   RG_CHECK(n >= 0, "set_thread_num_threads_cap: expected n >= 0, got ", n);
-  t_cap = n;
+  return std::exchange(t_cap, n);
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

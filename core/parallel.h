@@ -13,7 +13,8 @@ int get_num_threads();
 // communication thread sets 1: its reductions are memory-bound, and on a host shared by
 // several ranks an OpenMP team (whose idle threads spin) takes the cores the other ranks
 // need, which made tcp all-reduces of 512 KiB and up 10-50x slower on 2 cores.
-void set_thread_num_threads_cap(int n);
+// Returns the previous cap.
+int set_thread_num_threads_cap(int n);
 
 // Calls fn(begin, end) on disjoint chunks covering [0, n). Runs inline when n is below
 // `grain` or one thread is set, so tiny ops pay no threading cost.

@@ -170,7 +170,14 @@ class ProcessGroup {
 
  private:
   using Task = std::function<void()>;
+  using Item = std::pair<Task, std::shared_ptr<PromiseWork>>;
+  friend class CollectiveWork;
   std::shared_ptr<Work> enqueue(Collective kind, Task task);
+  // Runs the item (unless the group failed) and finishes its work with the outcome.
+  void run_item(Item& item);
+  // If `work` is next in the queue and no collective runs, runs it on the calling thread
+  // (the caller waits at once: no hand-off to the communication thread and back).
+  bool try_run_inline(const PromiseWork* work);
   Envelope next_envelope(Collective kind, const Tensor& t, int64_t count);
   void comm_loop();
   void check_tensor(const Tensor& t, const char* what) const;
@@ -183,8 +190,9 @@ class ProcessGroup {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<Task, std::shared_ptr<PromiseWork>>> queue_;
+  std::deque<Item> queue_;
   bool stopping_ = false;
+  bool running_ = false;  // a collective runs (on the communication thread or inline)
   std::string failure_;
   std::thread comm_thread_;
   std::vector<Tensor> scratch_;  // raw byte buffers, by slot

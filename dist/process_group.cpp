@@ -55,7 +55,7 @@ size_t default_direct_bytes() {
              "'");
     return static_cast<size_t>(bytes);
   }
-  return 64 << 10;
+  return 32 << 10;
 }
 
 std::string describe(const Envelope& env) {

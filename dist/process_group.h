@@ -49,7 +49,7 @@ using Milliseconds = std::chrono::milliseconds;
 // RG_DIST_TIMEOUT (seconds, may be fractional) when set, else 300 s.
 Milliseconds default_timeout();
 // RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
-// else 64 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
+// else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
 size_t default_direct_bytes();
 
 struct Options {

@@ -364,5 +364,5 @@ TEST_CASE("RG_DIST_DIRECT_BYTES sets the default crossover; a bad value is named
   setenv("RG_DIST_DIRECT_BYTES", "4K", 1);
   CHECK_THROWS_WITH(default_direct_bytes(), doctest::Contains("RG_DIST_DIRECT_BYTES"));
   unsetenv("RG_DIST_DIRECT_BYTES");
-  CHECK(default_direct_bytes() == size_t(64) << 10);
+  CHECK(default_direct_bytes() == size_t(32) << 10);
 }

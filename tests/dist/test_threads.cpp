@@ -2,10 +2,14 @@
 // ranks can be compared byte for byte. Rank functions report with RG_CHECK (doctest's
 // asserts stay on the main thread).
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "dist/threads_group.h"
@@ -365,4 +369,43 @@ TEST_CASE("RG_DIST_DIRECT_BYTES sets the default crossover; a bad value is named
   CHECK_THROWS_WITH(default_direct_bytes(), doctest::Contains("RG_DIST_DIRECT_BYTES"));
   unsetenv("RG_DIST_DIRECT_BYTES");
   CHECK(default_direct_bytes() == size_t(32) << 10);
+}
+
+// A collective waited at once may run on the waiting thread (when it is next and none runs);
+// waits in any order must still see every collective run once, in the order issued.
+TEST_CASE("collectives waited out of order or at once complete in issue order") {
+  CHECK_NOTHROW(run_threads(3, [](ProcessGroup& pg) {
+    std::vector<Tensor> buffers;
+    std::vector<std::shared_ptr<Work>> works;
+    for (int i = 0; i < 4; ++i) {
+      buffers.push_back(make_input(DType::f32, 100 + 20000 * i, pg.rank(), i));
+      works.push_back(pg.allreduce(buffers.back()));
+    }
+    for (int i : {3, 1, 0, 2}) works[i]->wait();
+    for (int i = 4; i < 10; ++i) {  // each waited at once: the inline path
+      buffers.push_back(make_input(DType::f32, 7 * i, pg.rank(), i));
+      pg.allreduce(buffers.back())->wait();
+      pg.barrier()->wait();
+    }
+    for (int i = 0; i < 10; ++i) {
+      std::string problem = check_reduction(buffers[i], CombineOp::sum, 3, i);
+      RG_CHECK(problem.empty(), problem);
+    }
+  }));
+}
+
+TEST_CASE("the communication thread runs under SCHED_BATCH (its wake-ups do not preempt)") {
+  int comm_threads = 0, batch = 0;
+  run_threads(1, [&](ProcessGroup&) {
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "rg-comm") continue;
+      ++comm_threads;
+      if (sched_getscheduler(std::stoi(task.path().filename().string())) == SCHED_BATCH) ++batch;
+    }
+  });
+  CHECK(comm_threads >= 1);
+  CHECK(batch == comm_threads);
 }

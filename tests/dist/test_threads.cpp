@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -408,4 +409,36 @@ TEST_CASE("the communication thread runs under SCHED_BATCH (its wake-ups do not 
   });
   CHECK(comm_threads >= 1);
   CHECK(batch == comm_threads);
+}
+
+// max(-0, +0) and max(+0, -0), or max with a NaN, differ by operand order: every rank must
+// reduce in the same order to end with the same bits (a 2-rank "add the peer's input to
+// mine" shortcut would not).
+TEST_CASE("all-reduce of signed zeros and NaNs gives the same bits on every rank") {
+  for (size_t direct : {size_t(0), size_t(1) << 20}) {
+    for (int world : {2, 3}) {
+      for (CombineOp op : {CombineOp::max, CombineOp::sum}) {
+        CAPTURE(direct);
+        CAPTURE(world);
+        std::vector<std::vector<char>> results(world);
+        Options options;
+        options.direct_bytes = direct;
+        run_threads(
+            world,
+            [&](ProcessGroup& pg) {
+              const float nan = std::nanf(pg.rank() == 0 ? "1" : "2");  // distinct payloads
+              Tensor t = empty({4}, DType::f32);
+              float* x = t.data<float>();
+              x[0] = pg.rank() % 2 ? 0.0f : -0.0f;
+              x[1] = pg.rank() % 2 ? -0.0f : 0.0f;
+              x[2] = pg.rank() == 0 ? nan : 1.0f;
+              x[3] = nan;
+              pg.allreduce(t, op)->wait();
+              results[pg.rank()] = bytes_of(t);
+            },
+            options);
+        for (int r = 1; r < world; ++r) CHECK(results[r] == results[0]);
+      }
+    }
+  }
 }

@@ -6,22 +6,45 @@
 //
 //   bench/allreduce [--backend threads|tcp|nccl|all] [--nproc N] [--min-bytes 4K]
 //                   [--max-bytes 64M] [--factor 4] [--dtype f32|f64|bf16]
+//                   [--baseline gather|mpi] [--rounds R]
 // tcp ranks are forked processes joined through a store hosted by this process; nccl needs
 // one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it).
+//
+// --baseline mpi (tcp, f32) measures Open MPI's MPI_Allreduce as the baseline, as
+// nccl-tests does for NCCL: the ringgrad side runs first, then
+//   mpirun --allow-run-as-root --oversubscribe -np N --mca btl self,vader --bind-to core
+//          bench/allreduce_mpi ...
+// (the MPI twin, bench/allreduce_mpi.cpp, found next to this executable), and one table
+// gives both times, both busbw and the ratio ringgrad/MPI time, with rows for a barrier and
+// an 8-byte all-reduce. Both sides time alike (bench/allreduce_timing.h): one warm-up call,
+// then the mean over many calls between two barriers. --rounds R alternates the two sides R
+// times and prints each round. The bench also measures single-thread memcpy bandwidth
+// (64 MiB buffers, best of 5; bytes copied / time) and prints busbw at 16 MiB as a
+// percentage of it. The twin is built only when Meson finds MPI; on Debian:
+//   apt-get install openmpi-bin libopenmpi-dev && meson setup --reconfigure build
+// MPI is never needed to build or test ringgrad.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "bench/allreduce_timing.h"
 #include "bench/cli.h"
+#include "dist/buffer_math.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
-#include "dist/buffer_math.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
@@ -38,6 +61,8 @@ struct Config {
   int64_t max_bytes = 64 << 20;
   int factor = 4;
   DType dtype = DType::f32;
+  std::string baseline = "gather";
+  int rounds = 1;
 };
 
 // "4096", "4K", "64M", "1G" (binary units) -> bytes; -1 when it is not such a size.
@@ -61,12 +86,52 @@ const CLI::Validator kByteSize(
     },
     "SIZE");
 
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "allreduce: %s\n", message.c_str());
+  std::exit(2);
+}
+
+// The MPI twin: bench/allreduce_mpi beside this executable.
+std::string twin_path() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (ec ? std::filesystem::path("allreduce_mpi") : self.parent_path() / "allreduce_mpi")
+      .string();
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// --baseline mpi: tcp only, f32 only, and the twin and mpirun must be there.
+void check_mpi_baseline(const Config& c) {
+  if (c.baseline != "mpi") return;
+  if (c.backend != "tcp") usage_error("--baseline mpi needs --backend tcp (processes)");
+  if (c.dtype != DType::f32) usage_error("--baseline mpi measures f32 only (--dtype f32)");
+  if (access(twin_path().c_str(), X_OK) != 0)
+    usage_error("--baseline mpi: the MPI twin " + twin_path() +
+                " was not built (Meson found no MPI); install Open MPI with `apt-get install "
+                "openmpi-bin libopenmpi-dev`, then `meson setup --reconfigure <builddir>` and "
+                "rebuild");
+  if (!on_path("mpirun"))
+    usage_error("--baseline mpi: mpirun is not on PATH (apt-get install openmpi-bin)");
+}
+
 Config parse(int argc, char** argv) {
   Config c;
   std::string min_bytes = "4K", max_bytes = "64M", dtype = "f32";
   CLI::App app{
       "allreduce: ring all-reduce time, algbw and busbw per size (nccl-tests format) against "
-      "gather+reduce+send back (threads, tcp) or ncclAllReduce (nccl), measured in the same run",
+      "gather+reduce+send back (threads, tcp), ncclAllReduce (nccl) or Open MPI's "
+      "MPI_Allreduce (--baseline mpi), measured in the same run",
       "allreduce"};
   bench::show_defaults(app);
   app.add_option("--backend", c.backend, "process group(s) to measure (nccl: under rgrun)")
@@ -78,15 +143,19 @@ Config parse(int argc, char** argv) {
   app.add_option("--factor", c.factor, "each size is the previous one times this")
       ->check(CLI::Range(2, 1 << 20));
   app.add_option("--dtype", dtype, "element type")->check(CLI::IsMember({"f32", "f64", "bf16"}));
+  app.add_option("--baseline", c.baseline,
+                 "host baseline: gather+send back, or Open MPI's MPI_Allreduce under mpirun "
+                 "(tcp, f32; needs the MPI twin bench/allreduce_mpi)")
+      ->check(CLI::IsMember({"gather", "mpi"}));
+  app.add_option("--rounds", c.rounds, "measure this many times (mpi: alternating the sides)")
+      ->check(CLI::Range(1, 100));
   bench::parse_flags(app, argc, argv);
   c.min_bytes = parse_bytes(min_bytes);
   c.max_bytes = parse_bytes(max_bytes);
   c.dtype = dtype == "f64" ? DType::f64 : dtype == "bf16" ? DType::bf16 : DType::f32;
-  if (c.min_bytes > c.max_bytes) {
-    std::fprintf(stderr, "allreduce: --min-bytes %s is above --max-bytes %s\n", min_bytes.c_str(),
-                 max_bytes.c_str());
-    std::exit(2);
-  }
+  if (c.min_bytes > c.max_bytes)
+    usage_error("--min-bytes " + min_bytes + " is above --max-bytes " + max_bytes);
+  check_mpi_baseline(c);
   return c;
 }
 
@@ -132,8 +201,7 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
     Tensor t = empty({count}, c.dtype, device);
     Tensor scratch = empty({count}, c.dtype, device);
     if (device.is_host_memory()) std::memset(t.data_ptr(), 0, t.nbytes());
-    const int iters =
-        static_cast<int>(std::clamp<int64_t>((256 << 20) / std::max<int64_t>(bytes, 1), 3, 200));
+    const int iters = bench::allreduce_iterations(bytes);
     auto ring = [&] { pg.allreduce(t)->wait(); };
     auto baseline = [&] {
       if (nccl)
@@ -157,7 +225,36 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
   }
 }
 
-void run_tcp(const Config& c) {
+// One warm-up all-reduce of `bytes` (f32), then the mean over `iters` calls.
+double time_ring(ProcessGroup& pg, int64_t bytes, int iters) {
+  Tensor t = empty({bytes / 4}, DType::f32, pg.default_device());
+  std::memset(t.data_ptr(), 0, t.nbytes());
+  auto ring = [&] { pg.allreduce(t)->wait(); };
+  ring();
+  return seconds_per_op(pg, iters, ring);
+}
+
+// The ringgrad side of --baseline mpi, measured as bench/allreduce_mpi measures MPI; rank 0
+// writes "ringgrad <barrier|latency|allreduce> <bytes> <seconds>" lines to `out` (latency:
+// the 8-byte all-reduce timed over bench::kLatencyIterations calls).
+void run_rank_vs_mpi(ProcessGroup& pg, const Config& c, int out) {
+  auto report = [&](const char* kind, int64_t bytes, double seconds) {
+    if (pg.rank() == 0)
+      dprintf(out, "ringgrad %s %lld %.9e\n", kind, static_cast<long long>(bytes), seconds);
+  };
+  auto barrier = [&] { pg.barrier()->wait(); };
+  barrier();  // warm-up
+  report("barrier", 0, seconds_per_op(pg, bench::kLatencyIterations, barrier));
+  report("latency", bench::kLatencyBytes,
+         time_ring(pg, bench::kLatencyBytes, bench::kLatencyIterations));
+  for (int64_t bytes = c.min_bytes; bytes <= c.max_bytes; bytes *= c.factor)
+    report("allreduce", bytes, time_ring(pg, bytes, bench::allreduce_iterations(bytes)));
+}
+
+// Forks c.nproc ranks joined by a tcp group; with `out` >= 0 they run the ringgrad side of
+// --baseline mpi and write to it, else run_rank. Returns false when a rank failed.
+bool run_tcp(const Config& c, int out = -1) {
+  std::fflush(stdout);  // else the children would print what is buffered again
   auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true);
   const int port = server->port();
   std::vector<pid_t> pids;
@@ -168,7 +265,10 @@ void run_tcp(const Config& c) {
       try {
         auto store = std::make_shared<TcpStore>("127.0.0.1", port, false);
         auto pg = make_tcp_group(store, rank, c.nproc);
-        run_rank(*pg, c, "tcp (shared memory within the host)");
+        if (out >= 0)
+          run_rank_vs_mpi(*pg, c, out);
+        else
+          run_rank(*pg, c, "tcp (shared memory within the host)");
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
         code = 1;
@@ -178,7 +278,164 @@ void run_tcp(const Config& c) {
     }
     pids.push_back(pid);
   }
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  bool ok = true;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
+// One measurement of either side: barrier (bytes 0) or all-reduce of `bytes`.
+struct Measurement {
+  std::string kind;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+using Side = std::vector<Measurement>;
+
+// "<side> <kind> <bytes> <seconds>" lines of `side` in `text`; '#' lines go to `notes`.
+Side parse_side(const std::string& text, const std::string& side, std::string* notes = nullptr) {
+  Side result;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    char who[32], kind[32];
+    long long bytes = 0;
+    double seconds = 0;
+    if (notes && !line.empty() && line[0] == '#') *notes += line + "\n";
+    if (std::sscanf(line.c_str(), "%31s %31s %lld %lf", who, kind, &bytes, &seconds) == 4 &&
+        side == who)
+      result.push_back({kind, bytes, seconds});
+  }
+  return result;
+}
+
+Side measure_ringgrad(const Config& c) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const bool ok = run_tcp(c, fds[1]);
+  close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, got);
+  close(fds[0]);
+  if (!ok) throw std::runtime_error("a ringgrad rank failed (see above)");
+  return parse_side(text, "ringgrad");
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string quoted = "'";
+  for (char ch : s) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
+Side measure_mpi(const Config& c, std::string* notes) {
+  const std::string command = "mpirun --allow-run-as-root --oversubscribe -np " +
+                              std::to_string(c.nproc) + " --mca btl self,vader --bind-to core " +
+                              shell_quote(twin_path()) + " --min-bytes " +
+                              std::to_string(c.min_bytes) + " --max-bytes " +
+                              std::to_string(c.max_bytes) + " --factor " + std::to_string(c.factor);
+  std::fflush(stdout);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot start: " + command);
+  std::string text;
+  char buffer[4096];
+  for (size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    text.append(buffer, got);
+  const int status = pclose(pipe);
+  if (status != 0)
+    throw std::runtime_error("failed (status " + std::to_string(status) + "): " + command);
+  if (notes->empty()) *notes = "# " + command + "\n";
+  return parse_side(text, "mpi", notes);
+}
+
+// Single-thread memcpy bandwidth: bytes copied / time, 64 MiB buffers, best of 5.
+double memcpy_gbs() {
+  const size_t bytes = size_t(64) << 20;
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), bytes);
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    from[i] = to[bytes - 1 - i];  // keeps the copies from being optimized away
+  }
+  return bytes / best / 1e9;
+}
+
+const Measurement* find(const Side& side, const std::string& kind, int64_t bytes) {
+  for (const auto& m : side)
+    if (m.kind == kind && m.bytes == bytes) return &m;
+  return nullptr;
+}
+
+std::string row_label(const Measurement& m) {
+  if (m.kind == "barrier") return "barrier";
+  return std::to_string(m.bytes) + (m.kind == "latency" ? " (lat)" : "");
+}
+
+// busbw in GB/s of `bytes` in `seconds`, or "-" for a barrier or a missing measurement.
+std::string busbw(int64_t bytes, double seconds, int nproc) {
+  if (bytes <= 0 || !(seconds > 0)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", bytes / seconds / 1e9 * 2.0 * (nproc - 1) / nproc);
+  return text;
+}
+
+// One round's table: every ringgrad row beside the MPI row of the same kind and size.
+void print_round(const Config& c, int round, const Side& ours, const Side& mpi) {
+  std::printf(
+      "# round %d/%d: %d ranks, f32 sum, in place; busbw in GB/s; ratio = ringgrad/MPI "
+      "time; (lat): 8 B timed over %d calls\n",
+      round, c.rounds, c.nproc, bench::kLatencyIterations);
+  std::printf("# %12s | %12s %8s | %12s %8s | %8s\n", "size(B)", "ringgrad(us)", "busbw", "MPI(us)",
+              "busbw", "ratio");
+  for (const auto& m : ours) {
+    const Measurement* theirs = find(mpi, m.kind, m.bytes);
+    const double their_s = theirs ? theirs->seconds : NAN;
+    std::printf("  %12s | %12.2f %8s | %12.2f %8s | %8.2f\n", row_label(m).c_str(), m.seconds * 1e6,
+                busbw(m.bytes, m.seconds, c.nproc).c_str(), their_s * 1e6,
+                busbw(m.bytes, their_s, c.nproc).c_str(), m.seconds / their_s);
+  }
+}
+
+// busbw of the measured size closest to 16 MiB, as a percentage of memcpy bandwidth.
+void print_vs_memcpy(const Config& c, const Side& ours, const Side& mpi, double memcpy) {
+  const Measurement* best = nullptr;
+  for (const auto& m : ours)
+    if (m.kind == "allreduce" && (!best || std::abs(std::log2(double(m.bytes)) - 24) <
+                                               std::abs(std::log2(double(best->bytes)) - 24)))
+      best = &m;
+  if (!best) return;
+  const double bus = 2.0 * (c.nproc - 1) / c.nproc;
+  const double rg = best->bytes / best->seconds / 1e9 * bus;
+  const Measurement* theirs = find(mpi, best->kind, best->bytes);
+  const double their = theirs ? theirs->bytes / theirs->seconds / 1e9 * bus : NAN;
+  std::printf(
+      "# busbw at %lld B%s: ringgrad %.2f GB/s = %.0f%% of memcpy, MPI %.2f GB/s = %.0f%%\n",
+      static_cast<long long>(best->bytes),
+      best->bytes == (16 << 20) ? " (16 MiB)" : " (the size measured closest to 16 MiB)", rg,
+      100 * rg / memcpy, their, 100 * their / memcpy);
+}
+
+void run_mpi_baseline(const Config& c) {
+  const double memcpy = memcpy_gbs();
+  std::printf("# ringgrad tcp (forked processes, shared memory) vs Open MPI MPI_Allreduce\n");
+  std::printf("# memcpy, one thread, 64 MiB, best of 5: %.2f GB/s\n", memcpy);
+  std::string notes;
+  for (int round = 1; round <= c.rounds; ++round) {
+    Side ours = measure_ringgrad(c);
+    Side mpi = measure_mpi(c, &notes);
+    if (round == 1) std::printf("%s", notes.c_str());
+    print_round(c, round, ours, mpi);
+    print_vs_memcpy(c, ours, mpi, memcpy);
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
@@ -186,16 +443,23 @@ void run_tcp(const Config& c) {
 int main(int argc, char** argv) {
   Config c = parse(argc, argv);
   try {
-    if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {  // launched by rgrun
-      auto pg = init_process_group(c.backend == "nccl" || c.backend == "tcp" ? c.backend : "auto");
-      run_rank(*pg, c, pg->backend_name());
+    if (c.baseline == "mpi") {
+      run_mpi_baseline(c);
       return 0;
     }
-    if (c.backend == "threads" || c.backend == "all") {
-      run_threads(c.nproc, [&](ProcessGroup& pg) { run_rank(pg, c, "threads"); });
-      std::printf("\n");
+    if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {  // launched by rgrun
+      auto pg = init_process_group(c.backend == "nccl" || c.backend == "tcp" ? c.backend : "auto");
+      for (int round = 0; round < c.rounds; ++round) run_rank(*pg, c, pg->backend_name());
+      return 0;
     }
-    if (c.backend == "tcp" || c.backend == "all") run_tcp(c);
+    for (int round = 0; round < c.rounds; ++round) {
+      if (c.backend == "threads" || c.backend == "all") {
+        run_threads(c.nproc, [&](ProcessGroup& pg) { run_rank(pg, c, "threads"); });
+        std::printf("\n");
+      }
+      if ((c.backend == "tcp" || c.backend == "all") && !run_tcp(c))
+        throw std::runtime_error("a tcp rank failed (see above)");
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "allreduce: %s\n", e.what());
     return 1;

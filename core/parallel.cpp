@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
@@ -12,7 +13,8 @@ namespace rg {
 
 namespace {
 std::atomic<int> g_num_threads{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
-}
+thread_local int t_cap = 0;
+}  // namespace
 
 void set_num_threads(int n) {
   RG_CHECK(n >= 1, "set_num_threads: expected n >= 1, got ", n);
@@ -21,9 +23,15 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return g_num_threads.load(); }
 
+int set_thread_num_threads_cap(int n) {
+  RG_CHECK(n >= 0, "set_thread_num_threads_cap: expected n >= 0, got ", n);
+  return std::exchange(t_cap, n);
+}
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int threads = static_cast<int>(std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
+  const int allowed = t_cap > 0 ? std::min(t_cap, get_num_threads()) : get_num_threads();
+  int threads = static_cast<int>(std::min<int64_t>(allowed, (n + grain - 1) / grain));
   if (threads <= 1 || omp_in_parallel()) {
     fn(0, n);
     return;

@@ -48,12 +48,18 @@ using Milliseconds = std::chrono::milliseconds;
 
 // RG_DIST_TIMEOUT (seconds, may be fractional) when set, else 300 s.
 Milliseconds default_timeout();
+// RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
+// else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
+size_t default_direct_bytes();
 
 struct Options {
   // How long any rank waits for another to send or receive before the group fails.
   Milliseconds timeout = default_timeout();
   // Ring pipelining: each segment is cut into chunks of about this many bytes.
   size_t chunk_bytes = 512 << 10;
+  // All-reduces of at most this many bytes, and barriers, skip the ring for a direct
+  // exchange: one message step instead of 2 (N-1) (dist/ring_allreduce.cpp). 0: never.
+  size_t direct_bytes = default_direct_bytes();
   // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
   std::string job_token = job_token_from_env();
 };
@@ -164,7 +170,14 @@ class ProcessGroup {
 
  private:
   using Task = std::function<void()>;
+  using Item = std::pair<Task, std::shared_ptr<PromiseWork>>;
+  friend class CollectiveWork;
   std::shared_ptr<Work> enqueue(Collective kind, Task task);
+  // Runs the item (unless the group failed) and finishes its work with the outcome.
+  void run_item(Item& item);
+  // If `work` is next in the queue and no collective runs, runs it on the calling thread
+  // (the caller waits at once: no hand-off to the communication thread and back).
+  bool try_run_inline(const PromiseWork* work);
   Envelope next_envelope(Collective kind, const Tensor& t, int64_t count);
   void comm_loop();
   void check_tensor(const Tensor& t, const char* what) const;
@@ -177,8 +190,9 @@ class ProcessGroup {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<Task, std::shared_ptr<PromiseWork>>> queue_;
+  std::deque<Item> queue_;
   bool stopping_ = false;
+  bool running_ = false;  // a collective runs (on the communication thread or inline)
   std::string failure_;
   std::thread comm_thread_;
   std::vector<Tensor> scratch_;  // raw byte buffers, by slot

@@ -18,9 +18,16 @@
 // Determinism: segment k is always summed in ring order starting at rank k, then copied
 // bit for bit to everybody, so all ranks end with identical bits and reruns repeat them.
 // bf16 is reduced in an f32 copy and rounded once at the end; avg divides the sum by N.
+//
+// Small buffers (at most Options::direct_bytes) go through a direct exchange instead: every
+// rank posts its whole buffer to every peer and a receive from each, all in one batch, then
+// reduces the N inputs in rank order (input 0, then + input 1, + input 2, ...), so every rank
+// does the same additions in the same order and ends with the same bits. One message step
+// instead of 2 (N-1), for (N-1) times the buffer sent per rank instead of 2 (N-1)/N times it.
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "dist/buffer_math.h"
@@ -118,18 +125,64 @@ class Ring {
 // The dtype the arithmetic is done in.
 DType accumulation_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
-}  // namespace
-
-void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
-  const int n = pg.size();
+// Runs `reduce` on buf, or on an f32 copy of a bf16 buf (copied back, rounded once), then
+// divides by N for avg.
+void in_accumulation_dtype(ProcessGroup& pg, const Tensor& buf, CombineOp op,
+                           const std::function<void(const Tensor&)>& reduce) {
   Tensor work = buf;
   if (accumulation_dtype(buf.dtype()) != buf.dtype()) {
     work = pg.scratch(1, buf.numel(), accumulation_dtype(buf.dtype()), buf.device());
     copy_buffer(work, buf);
   }
-  Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
-  if (op == CombineOp::avg) divide_by(work, n);
+  reduce(work);
+  if (op == CombineOp::avg) divide_by(work, pg.size());
   if (!work.is_same(buf)) copy_buffer(buf, work);
+}
+
+// The direct exchange on `work` (already in the accumulation dtype): inputs land in scratch
+// slot 0, input q at [q * count, (q + 1) * count).
+void exchange_and_reduce(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env) {
+  const int n = pg.size(), r = pg.rank();
+  const int64_t count = work.numel();
+  Tensor inputs = pg.scratch(0, n * count, work.dtype(), work.device());
+  auto input = [&](int q) { return flat_slice(inputs, q * count, count); };
+  std::vector<std::shared_ptr<Work>> recvs(n), sends(n);
+  pg.begin_batch();
+  for (int step = 1; step < n; ++step) {  // peers in the order r+1, r+2, ...: no hot spot
+    const int to = (r + step) % n, from = (r + n - step) % n;
+    recvs[from] = pg.recv_message(input(from), from, env);
+    sends[to] = pg.send_message(work, to, env);
+  }
+  pg.end_batch();
+  copy_buffer(input(r), work);
+  for (int q = 0; q < n; ++q)
+    if (q != r) pg.wait_message(*recvs[q], q, env);
+  for (int q = 0; q < n; ++q)
+    if (q != r) pg.wait_message(*sends[q], q, env);
+  copy_buffer(work, input(0));
+  for (int q = 1; q < n; ++q) reduce_into(work, input(q), op);
+}
+
+}  // namespace
+
+void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
+  const int n = pg.size();
+  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) {
+    Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
+  });
+}
+
+void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
+  if (pg.size() == 1) return ring_allreduce(pg, buf, op, env);  // nothing to send
+  in_accumulation_dtype(pg, buf, op,
+                        [&](const Tensor& work) { exchange_and_reduce(pg, work, op, env); });
+}
+
+void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
+  if (buf.nbytes() <= pg.options().direct_bytes && pg.size() > 1)
+    direct_allreduce(pg, buf, op, env);
+  else
+    ring_allreduce(pg, buf, op, env);
 }
 
 void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,

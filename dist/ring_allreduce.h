@@ -6,6 +6,11 @@
 namespace rg::dist {
 
 void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
+// All-reduce in one message step: every rank sends its whole buffer to every peer, then each
+// reduces all N inputs in rank order (bit-identical on every rank). For small buffers.
+void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
+// The direct exchange up to pg.options().direct_bytes, the ring above (ProcessGroup's choice).
+void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
 void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env);
 void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env);

@@ -56,12 +56,26 @@ expect_error "$train_step" "multiple of the 4 heads" 2 130
 expect_help "$kernels" --device --quick
 expect_error "$kernels" "--device" --device tpu
 
-expect_help "$allreduce" --backend --nproc --min-bytes --max-bytes --factor --dtype
+expect_help "$allreduce" --backend --nproc --min-bytes --max-bytes --factor --dtype --baseline \
+  --rounds
 expect_error "$allreduce" "--nproc" --nproc 0
 expect_error "$allreduce" "--factor" --factor 1
 expect_error "$allreduce" "--max-bytes" --max-bytes 64Q
 expect_error "$allreduce" "--dtype" --dtype f16
 expect_error "$allreduce" "above --max-bytes" --min-bytes 1M --max-bytes 4K
+expect_error "$allreduce" "--baseline" --baseline nccl
+expect_error "$allreduce" "--rounds" --rounds 0
+expect_error "$allreduce" "needs --backend tcp" --baseline mpi --backend threads
+expect_error "$allreduce" "f32 only" --baseline mpi --backend tcp --dtype bf16
+# The MPI twin (bench/allreduce_mpi) is built only where Meson finds MPI: check its command
+# line when it is there (no mpirun needed), else the one-line error of --baseline mpi.
+twin="$(dirname "$allreduce")/allreduce_mpi"
+if [ -x "$twin" ]; then
+  expect_help "$twin" --min-bytes --max-bytes --factor
+  expect_error "$twin" "--factor" --factor 1
+else
+  expect_error "$allreduce" "was not built" --baseline mpi --backend tcp
+fi
 
 expect_help "$ddp" layers width steps
 expect_error "$ddp" "width" 4 abc

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "ringgrad.h"
 
 using namespace rg;
@@ -13,8 +16,7 @@ TEST_CASE("views share storage and see each other's writes") {
   NoGradGuard g;
   x.select(0, 1).fill_(7);
   CHECK(t.select(1, 1).to_vector<float>() == std::vector<float>{7, 7, 7, 7});
-  CHECK(x.narrow(1, 1, 2).contiguous().to_vector<float>() ==
-        std::vector<float>{1, 2, 7, 7, 9, 10});
+  CHECK(x.narrow(1, 1, 2).contiguous().to_vector<float>() == std::vector<float>{1, 2, 7, 7, 9, 10});
   CHECK(x.slice(1, 0, 4, 2).to_vector<float>() == std::vector<float>{0, 2, 7, 7, 8, 10});
 }
 
@@ -27,9 +29,11 @@ TEST_CASE("reshape views when strides allow and copies otherwise") {
   Tensor r = p.reshape({24});
   CHECK(r.storage() != x.storage());
   CHECK(r.to_vector<float>()[1] == 4);  // p[0,0,1] = x[0,1,0]
-  CHECK_THROWS_WITH_AS(p.view({24}), doctest::Contains("view: shape [24] is not compatible"), Error);
+  CHECK_THROWS_WITH_AS(p.view({24}), doctest::Contains("view: shape [24] is not compatible"),
+                       Error);
   CHECK(x.reshape({-1, 2}).shape() == Shape{12, 2});
-  CHECK_THROWS_WITH_AS(x.reshape({5, -1}), doctest::Contains("reshape: shape [5,-1] is invalid"), Error);
+  CHECK_THROWS_WITH_AS(x.reshape({5, -1}), doctest::Contains("reshape: shape [5,-1] is invalid"),
+                       Error);
 }
 
 TEST_CASE("expand uses stride 0 and broadcasting follows NumPy") {
@@ -105,14 +109,42 @@ TEST_CASE("Philox random numbers depend only on seed and position") {
 TEST_CASE("invalid calls throw rg::Error naming the op and the shapes") {
   CHECK_THROWS_WITH_AS(matmul(ones({2, 3}), ones({4, 5})),
                        "matmul: shapes [2,3] and [4,5] cannot be multiplied (3 != 4)", Error);
-  CHECK_THROWS_WITH_AS(ones({2, 3}).transpose(0, 2), doctest::Contains("transpose: dim 2 out of range"), Error);
-  CHECK_THROWS_WITH_AS(ones({3}).select(0, 5), doctest::Contains("select: index 5 out of range"), Error);
+  CHECK_THROWS_WITH_AS(ones({2, 3}).transpose(0, 2),
+                       doctest::Contains("transpose: dim 2 out of range"), Error);
+  CHECK_THROWS_WITH_AS(ones({3}).select(0, 5), doctest::Contains("select: index 5 out of range"),
+                       Error);
   CHECK_THROWS_WITH_AS(matmul(ones({2, 2}), ones({2, 2}, kFloat64)),
-                       doctest::Contains("matmul: expected both inputs to have the same dtype"), Error);
-  CHECK_THROWS_WITH_AS(ones({2}).item(), doctest::Contains("item: tensor of shape [2] has 2 elements"), Error);
+                       doctest::Contains("matmul: expected both inputs to have the same dtype"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ones({2}).item(),
+                       doctest::Contains("item: tensor of shape [2] has 2 elements"), Error);
   CHECK_THROWS_WITH_AS(Device("tpu"), doctest::Contains("unknown device 'tpu'"), Error);
   CHECK_THROWS_WITH_AS(embedding(ones({4, 2}), tensor(std::vector<int64_t>{1, 9})),
                        doctest::Contains("embedding"), Error);
-  CHECK_THROWS_WITH_AS(cross_entropy(ones({3, 4}), tensor(std::vector<int64_t>{1, 2})),
-                       doctest::Contains("cross_entropy: logits of shape [3,4] need targets of shape [3]"), Error);
+  CHECK_THROWS_WITH_AS(
+      cross_entropy(ones({3, 4}), tensor(std::vector<int64_t>{1, 2})),
+      doctest::Contains("cross_entropy: logits of shape [3,4] need targets of shape [3]"), Error);
+}
+
+TEST_CASE("set_thread_num_threads_cap caps parallel_for on the calling thread only") {
+  set_num_threads(2);
+  auto chunks_here = [] {
+    std::atomic<int> chunks{0};
+    parallel_for(1 << 16, 1, [&](int64_t, int64_t) { chunks.fetch_add(1); });
+    return chunks.load();
+  };
+  CHECK(chunks_here() == 2);
+  int capped_chunks = 0, uncapped_chunks = 0;  // checked here: doctest asserts stay on this thread
+  std::thread capped([&] {
+    set_thread_num_threads_cap(1);
+    capped_chunks = chunks_here();
+    set_thread_num_threads_cap(0);
+    uncapped_chunks = chunks_here();
+    set_thread_num_threads_cap(1);
+  });
+  capped.join();
+  CHECK(capped_chunks == 1);
+  CHECK(uncapped_chunks == 2);
+  CHECK(chunks_here() == 2);  // the cap of the other thread does not apply here
+  CHECK_THROWS_WITH(set_thread_num_threads_cap(-1), doctest::Contains("expected n >= 0"));
 }

@@ -92,6 +92,31 @@ TEST_CASE("tcp ring all-reduce over processes equals the reference, bit-identica
   }
 }
 
+// Lengths around a crossover of 256 bytes: f32 and f64 on both sides of it and at it, on
+// shared memory and sockets; every rank checks the reference and compares its bits.
+TEST_CASE("tcp all-reduce at the direct-exchange crossover is exact and bit-identical") {
+  Options options;
+  options.direct_bytes = 256;
+  auto around_crossover = [](ProcessGroup& pg) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+      const int64_t at = 256 / static_cast<int64_t>(itemsize(dtype));
+      for (int64_t length : {at - 1, at, at + 1}) {
+        Tensor t = make_input(dtype, length, pg.rank());
+        pg.allreduce(t)->wait();
+        std::string problem = check_reduction(t, CombineOp::sum, pg.size());
+        RG_CHECK(problem.empty(), problem);
+        check_identical(pg, t, str(dtype_name(dtype), " ", length));
+      }
+    }
+    pg.barrier()->wait();
+  };
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    expect_success(run_tcp(n, around_crossover, options));
+    expect_success(run_tcp(n, around_crossover, options, /*shared_memory=*/false));
+  }
+}
+
 TEST_CASE("tcp all-reduce gives the same result over sockets as over shared memory") {
   for (int n : {2, 3}) {
     CAPTURE(n);

@@ -2,9 +2,15 @@
 // ranks can be compared byte for byte. Rank functions report with RG_CHECK (doctest's
 // asserts stay on the main thread).
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "dist/threads_group.h"
@@ -316,4 +322,123 @@ TEST_CASE("a failed group fails every later collective with the first error") {
   auto work = groups[0]->allreduce(t);
   CHECK_THROWS_WITH_AS(work->wait(), doctest::Contains("rank 1 aborted: test abort"), Error);
   CHECK_THROWS_WITH_AS(groups[0]->allreduce(t)->wait(), doctest::Contains("test abort"), Error);
+}
+
+// The direct exchange (Options::direct_bytes and below) and the ring (above) each give the
+// reference and identical bits on every rank, on both sides of the crossover and at it.
+TEST_CASE("all-reduce at the direct-exchange crossover: both algorithms are exact and identical") {
+  for (int world = 1; world <= 5; ++world) {
+    for (DType dtype : kAllDtypes) {
+      for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
+        if (!supports(dtype, op)) continue;
+        Options options;
+        options.direct_bytes = 64 * itemsize(dtype);
+        for (int64_t length : {int64_t(63), int64_t(64), int64_t(65)}) {
+          CAPTURE(world);
+          CAPTURE(length);
+          INFO(dtype_name(dtype), " ", combine_op_name(op));
+          std::vector<std::vector<char>> results;
+          REQUIRE_NOTHROW(results = allreduce_on_threads(world, dtype, op, length, options));
+          for (int r = 1; r < world; ++r) CHECK(results[r] == results[0]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("direct-exchange all-reduce gives the same bits run after run, at every size") {
+  Options always_direct;
+  always_direct.direct_bytes = size_t(1) << 30;
+  for (int64_t length : {int64_t(0), int64_t(1), int64_t(1000), int64_t(100'003)}) {
+    CAPTURE(length);
+    auto first = allreduce_on_threads(5, DType::f32, CombineOp::sum, length, always_direct);
+    for (int r = 1; r < 5; ++r) CHECK(first[r] == first[0]);
+    CHECK(allreduce_on_threads(5, DType::f32, CombineOp::sum, length, always_direct) == first);
+  }
+  Options never_direct;
+  never_direct.direct_bytes = 0;  // the ring even for barriers and single elements
+  auto ring = allreduce_on_threads(3, DType::f64, CombineOp::sum, 1, never_direct);
+  CHECK(ring[1] == ring[0]);
+  CHECK(ring[2] == ring[0]);
+}
+
+TEST_CASE("RG_DIST_DIRECT_BYTES sets the default crossover; a bad value is named") {
+  setenv("RG_DIST_DIRECT_BYTES", "4096", 1);
+  CHECK(default_direct_bytes() == 4096);
+  CHECK(Options().direct_bytes == 4096);
+  setenv("RG_DIST_DIRECT_BYTES", "4K", 1);
+  CHECK_THROWS_WITH(default_direct_bytes(), doctest::Contains("RG_DIST_DIRECT_BYTES"));
+  unsetenv("RG_DIST_DIRECT_BYTES");
+  CHECK(default_direct_bytes() == size_t(32) << 10);
+}
+
+// A collective waited at once may run on the waiting thread (when it is next and none runs);
+// waits in any order must still see every collective run once, in the order issued.
+TEST_CASE("collectives waited out of order or at once complete in issue order") {
+  CHECK_NOTHROW(run_threads(3, [](ProcessGroup& pg) {
+    std::vector<Tensor> buffers;
+    std::vector<std::shared_ptr<Work>> works;
+    for (int i = 0; i < 4; ++i) {
+      buffers.push_back(make_input(DType::f32, 100 + 20000 * i, pg.rank(), i));
+      works.push_back(pg.allreduce(buffers.back()));
+    }
+    for (int i : {3, 1, 0, 2}) works[i]->wait();
+    for (int i = 4; i < 10; ++i) {  // each waited at once: the inline path
+      buffers.push_back(make_input(DType::f32, 7 * i, pg.rank(), i));
+      pg.allreduce(buffers.back())->wait();
+      pg.barrier()->wait();
+    }
+    for (int i = 0; i < 10; ++i) {
+      std::string problem = check_reduction(buffers[i], CombineOp::sum, 3, i);
+      RG_CHECK(problem.empty(), problem);
+    }
+  }));
+}
+
+TEST_CASE("the communication thread runs under SCHED_BATCH (its wake-ups do not preempt)") {
+  int comm_threads = 0, batch = 0;
+  run_threads(1, [&](ProcessGroup&) {
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "rg-comm") continue;
+      ++comm_threads;
+      if (sched_getscheduler(std::stoi(task.path().filename().string())) == SCHED_BATCH) ++batch;
+    }
+  });
+  CHECK(comm_threads >= 1);
+  CHECK(batch == comm_threads);
+}
+
+// max(-0, +0) and max(+0, -0), or max with a NaN, differ by operand order: every rank must
+// reduce in the same order to end with the same bits (a 2-rank "add the peer's input to
+// mine" shortcut would not).
+TEST_CASE("all-reduce of signed zeros and NaNs gives the same bits on every rank") {
+  for (size_t direct : {size_t(0), size_t(1) << 20}) {
+    for (int world : {2, 3}) {
+      for (CombineOp op : {CombineOp::max, CombineOp::sum}) {
+        CAPTURE(direct);
+        CAPTURE(world);
+        std::vector<std::vector<char>> results(world);
+        Options options;
+        options.direct_bytes = direct;
+        run_threads(
+            world,
+            [&](ProcessGroup& pg) {
+              const float nan = std::nanf(pg.rank() == 0 ? "1" : "2");  // distinct payloads
+              Tensor t = empty({4}, DType::f32);
+              float* x = t.data<float>();
+              x[0] = pg.rank() % 2 ? 0.0f : -0.0f;
+              x[1] = pg.rank() % 2 ? -0.0f : 0.0f;
+              x[2] = pg.rank() == 0 ? nan : 1.0f;
+              x[3] = nan;
+              pg.allreduce(t, op)->wait();
+              results[pg.rank()] = bytes_of(t);
+            },
+            options);
+        for (int r = 1; r < world; ++r) CHECK(results[r] == results[0]);
+      }
+    }
+  }
 }

@@ -40,18 +40,7 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
   sim::check::reset_metrics();
   fn();
   sim::check::Metrics t;
-  for (const auto& [kernel, m] : sim::check::metrics()) {
-    t.launches += m.launches;
-    t.threads += m.threads;
-    t.load_requests += m.load_requests;
-    t.load_sectors += m.load_sectors;
-    t.store_requests += m.store_requests;
-    t.store_sectors += m.store_sectors;
-    t.dram_bytes += m.dram_bytes;
-    t.shared_requests += m.shared_requests;
-    t.shared_wavefronts += m.shared_wavefronts;
-    t.shared_ideal += m.shared_ideal;
-  }
+  for (const auto& [kernel, m] : sim::check::metrics()) t += m;
   auto per = [](uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 0.0; };
   std::string sectors = std::to_string(per(t.load_sectors, t.load_requests)).substr(0, 4) + "/" +
                         std::to_string(per(t.store_sectors, t.store_requests)).substr(0, 4);

@@ -105,17 +105,17 @@ ProcessGroup::ProcessGroup(int rank, int size, Options options)
            " is outside a world of size ", size);
   RG_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive");
   RG_CHECK(options.chunk_bytes >= 64, "ProcessGroup: chunk_bytes must be at least 64");
-  comm_thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "rg-comm");  // named for gdb, top and the tests
-    // SCHED_BATCH: waking this thread (every collective is queued for it) does not preempt
-    // the thread that runs: the caller that waits at once goes on to run the collective
-    // itself (CollectiveWork) instead of losing its core to this thread and then waiting
-    // for it. An 8-byte all-reduce over 2 processes on 2 cores: ~20 us -> ~2 us. Best
-    // effort: without it (another OS) only the hand-off costs more.
-    sched_param param{};
-    pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
-    comm_loop();
-  });
+  comm_thread_ = std::thread([this] { comm_loop(); });
+  // Named and scheduled from here, so both hold once the constructor returns.
+  pthread_t comm = comm_thread_.native_handle();
+  pthread_setname_np(comm, "rg-comm");  // named for gdb, top and the tests
+  // SCHED_BATCH: waking this thread (every collective is queued for it) does not preempt
+  // the thread that runs: the caller that waits at once goes on to run the collective
+  // itself (CollectiveWork) instead of losing its core to this thread and then waiting
+  // for it. An 8-byte all-reduce over 2 processes on 2 cores: ~20 us -> ~2 us. Best
+  // effort: without it (another OS) only the hand-off costs more.
+  sched_param param{};
+  pthread_setschedparam(comm, SCHED_BATCH, &param);
 }
 
 ProcessGroup::~ProcessGroup() { shutdown(); }

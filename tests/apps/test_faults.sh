@@ -21,6 +21,9 @@ LIMIT=120
 export RG_DIST_TIMEOUT=8  # a stopped rank is noticed after 8 s (ample for a loaded machine)
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 12 --micro-batch 2
       --eval-every 0 --warmup 2 --print-every 1)
+# the same model trained on a text file (--data)
+TEXT_MODEL=(--layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8
+            --eval-every 0 --steps 3)
 ok() { echo "ok: $1"; }
 bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
 expect() {  # expect NAME CONDITION-COMMAND...
@@ -175,8 +178,7 @@ printf 'abcdefgh\n%.0s' $(seq 500) >"$TMP/data_a.txt"
 printf 'hgfedcba\n%.0s' $(seq 500) >"$TMP/data_b.txt"
 start_job datafiles DIR="$TMP" "$RGRUN" --nproc-per-node 3 -- sh -c \
   'exec "$0" "$@" --data "$DIR/data_$([ "$RANK" = 2 ] && echo b || echo a).txt"' \
-  "$RGTRAIN" --layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8 \
-  --eval-every 0 --steps 3
+  "$RGTRAIN" "${TEXT_MODEL[@]}"
 finish_job
 expect "different --data contents: the error names the file setting and rank 2" \
   eval '[ "$RC" = 2 ] && has "$OUT" "the ranks disagree on --data file" && has "$OUT" "rank 2:"'
@@ -187,8 +189,7 @@ python3 -c 'import random; random.seed(1)
 open("'"$TMP"'/text.txt", "w").write("".join(random.choice("abcdefgh \n") for _ in range(20000)))'
 start_job missing DIR="$TMP" "$RGRUN" --nproc-per-node 3 -- sh -c \
   'exec "$0" "$@" --data "$([ "$RANK" = 1 ] && echo "$DIR/missing.txt" || echo "$DIR/text.txt")"' \
-  "$RGTRAIN" --layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8 \
-  --eval-every 0 --steps 3
+  "$RGTRAIN" "${TEXT_MODEL[@]}"
 finish_job
 expect "missing file on rank 1: rgrun exits 2, naming rank 1" \
   eval '[ "$RC" = 2 ] && has "$OUT" "rgrun: rank 1 exited with code 2"'

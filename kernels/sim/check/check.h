@@ -55,6 +55,19 @@ struct Metrics {
   uint64_t shared_requests = 0;
   uint64_t shared_wavefronts = 0;  // passes the 32 banks need
   uint64_t shared_ideal = 0;       // passes without conflicts
+  Metrics& operator+=(const Metrics& m) {
+    launches += m.launches;
+    threads += m.threads;
+    load_requests += m.load_requests;
+    load_sectors += m.load_sectors;
+    store_requests += m.store_requests;
+    store_sectors += m.store_sectors;
+    dram_bytes += m.dram_bytes;
+    shared_requests += m.shared_requests;
+    shared_wavefronts += m.shared_wavefronts;
+    shared_ideal += m.shared_ideal;
+    return *this;
+  }
 };
 std::map<std::string, Metrics> metrics();  // by kernel name
 void reset_metrics();

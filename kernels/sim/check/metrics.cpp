@@ -66,17 +66,7 @@ void flush_requests(LaunchState& s) {
 
 void add_metrics(const std::string& kernel, const Metrics& m) {
   std::lock_guard lock(g_mutex);
-  Metrics& t = totals()[kernel];
-  t.launches += m.launches;
-  t.threads += m.threads;
-  t.load_requests += m.load_requests;
-  t.load_sectors += m.load_sectors;
-  t.store_requests += m.store_requests;
-  t.store_sectors += m.store_sectors;
-  t.dram_bytes += m.dram_bytes;
-  t.shared_requests += m.shared_requests;
-  t.shared_wavefronts += m.shared_wavefronts;
-  t.shared_ideal += m.shared_ideal;
+  totals()[kernel] += m;
 }
 
 std::map<std::string, Metrics> metrics() {

@@ -9,14 +9,18 @@
 //   H200      predicted time at the cuda bench size (2^26 elements; the traffic ratio is
 //             taken as size-independent): max(bytes / 4.8 TB/s, launches x 2 us launch
 //             floor), and the fraction of peak bandwidth the op's minimum bytes reach then.
-// Occupancy would come from `ptxas -v`; this build has no nvcc, so it says n/a. There is no
-// GPU here either, so no measured time stands beside the prediction: compare with
+//   occupancy the lowest theoretical H200 occupancy among the op's kernels, from the registers
+//             and shared memory ptxas -v reported at build time (kernels_occupancy.cpp),
+//             with its limiter: W warps, B blocks, R registers, S shared memory (n/a
+//             in a build without nvcc).
+// There is no GPU here, so no measured time stands beside the prediction: compare with
 // `bench/kernels --device cuda` on a GPU machine (same row names).
 #include "bench/kernels_sim_check.h"
 
 #include <cstdio>
 #include <string>
 
+#include "bench/kernels_occupancy.h"
 #include "kernels/sim/check/check.h"
 
 namespace rg::bench {
@@ -40,7 +44,8 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
   sim::check::reset_metrics();
   fn();
   sim::check::Metrics t;
-  for (const auto& [kernel, m] : sim::check::metrics()) t += m;
+  auto kernels = sim::check::metrics();
+  for (const auto& [kernel, m] : kernels) t += m;
   auto per = [](uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 0.0; };
   std::string sectors = std::to_string(per(t.load_sectors, t.load_requests)).substr(0, 4) + "/" +
                         std::to_string(per(t.store_sectors, t.store_requests)).substr(0, 4);
@@ -57,7 +62,7 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
               static_cast<unsigned long long>(t.launches),
               static_cast<unsigned long long>(t.dram_bytes), min_bytes, ratio, sectors.c_str(),
               bank.c_str(), static_cast<unsigned long long>(t.threads), seconds * 1e6, 100 * peak,
-              "n/a");
+              op_occupancy(kernels).c_str());
 }
 
 void sim_check_footer() {
@@ -65,8 +70,10 @@ void sim_check_footer() {
       "sect/req: loads/stores (ideal 4 for f32, 2 for bf16 stores, 16 where sim-check splits a "
       "16-byte vector load in four); bank: conflicts per shared "
       "request; H200: predicted at 2^26 elements, 4.8 TB/s and a 2 us launch floor, assuming "
-      "enough threads in flight; occupancy: n/a (no nvcc/ptxas at build time); measured GPU "
-      "time: n/a (no GPU; run bench/kernels --device cuda there)\n");
+      "enough threads in flight; occupancy: lowest of the op's kernels on an H200 from ptxas -v, "
+      "limited by W warps, B blocks, R registers, S shared memory%s; measured GPU time: n/a "
+      "(no GPU; run bench/kernels --device cuda there)\n",
+      ptxas_table_available() ? "" : " (n/a: no nvcc at build time)");
 }
 
 }  // namespace rg::bench

@@ -208,6 +208,7 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   };
   sim::LaunchSpec spec;
   spec.name = cfg.name;
+  spec.entry = reinterpret_cast<const void*>(kernel);
   spec.grid = cfg.grid;
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;

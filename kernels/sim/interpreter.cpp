@@ -362,7 +362,7 @@ void run_grid(const LaunchSpec& spec, KernelBody body) {
   w.block.dynamic_shared = w.dynamic_shared.data() + ((16 - addr % 16) % 16);
   tls_block = &w.block;
   unsigned n = spec.block.x * spec.block.y * spec.block.z;
-  check::on_launch_begin(spec.name, w.block.dynamic_shared, spec.shared_bytes, n);
+  check::on_launch_begin(spec.name, spec.entry, w.block.dynamic_shared, spec.shared_bytes, n);
   try {
     for (unsigned z = 0; z < spec.grid.z; ++z)
       for (unsigned y = 0; y < spec.grid.y; ++y)

@@ -50,6 +50,7 @@ struct KernelBody {
 
 struct LaunchSpec {
   const char* name = "?";
+  const void* entry = nullptr;  // the kernel function (sim-check names it for occupancy)
   dim3 grid, block;
   size_t shared_bytes = 0;
   bool uses_sync = true;  // false: run the threads of a block as a plain loop, no fibers

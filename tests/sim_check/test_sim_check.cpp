@@ -186,4 +186,11 @@ TEST_CASE("sim-check sees the library's kernels: softmax's global and shared acc
   CHECK(m.load_sectors == 4 * m.load_requests);  // rows read coalesced
   CHECK(m.shared_requests > 0);                  // block_allreduce's scratch (static __shared__)
   CHECK(m.dram_bytes >= 2 * 8 * 256 * 4);
+  CHECK(m.blocks == 8);  // a block per row
+  // the launched function, named for the occupancy table (bench/kernels_occupancy.cpp)
+  auto functions = check::kernel_functions("softmax");
+  REQUIRE(functions.size() == 1);
+  CHECK(functions[0].find("rg::sim::") != std::string::npos);
+  CHECK(functions[0].find("softmax_rows_kernel<float>(float*, float const*") != std::string::npos);
+  CHECK(check::kernel_functions("no such kernel").empty());
 }

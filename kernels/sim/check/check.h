@@ -46,7 +46,8 @@ void set_throw_on_report(bool on);
 // defines them; see metrics.cpp for the model.
 struct Metrics {
   uint64_t launches = 0;
-  uint64_t threads = 0;         // launched: blocks x threads per block
+  uint64_t threads = 0;  // launched: blocks x threads per block
+  uint64_t blocks = 0;
   uint64_t load_requests = 0;   // warp-level load instructions from global memory
   uint64_t load_sectors = 0;    // 32-byte sectors those requests touch
   uint64_t store_requests = 0;  // the same for stores
@@ -58,6 +59,7 @@ struct Metrics {
   Metrics& operator+=(const Metrics& m) {
     launches += m.launches;
     threads += m.threads;
+    blocks += m.blocks;
     load_requests += m.load_requests;
     load_sectors += m.load_sectors;
     store_requests += m.store_requests;
@@ -71,6 +73,9 @@ struct Metrics {
 };
 std::map<std::string, Metrics> metrics();  // by kernel name
 void reset_metrics();
+// The functions launched under a kernel name since reset_metrics(), demangled by addr2line
+// ("void rg::sim::(anonymous namespace)::softmax_rows_kernel<float>(float*, ...)").
+std::vector<std::string> kernel_functions(const std::string& kernel);
 
 // ---- called by the sim device and the interpreter (no-ops unless instrumented)
 void on_raw_alloc(void* user, size_t bytes);  // a block of the allocator, red zones around it
@@ -80,7 +85,8 @@ void on_free(void* ptr);
 void mark_written(const void* ptr, size_t bytes);  // by the host, a copy or cuBLAS
 constexpr size_t kRedZone = 1024;                  // bytes before and after each raw block
 
-void on_launch_begin(const char* name, void* dynamic_shared, size_t shared_bytes, unsigned threads);
+void on_launch_begin(const char* name, const void* entry, void* dynamic_shared, size_t shared_bytes,
+                     unsigned threads);
 void on_launch_end();  // throws the reports (when set to)
 void on_launch_abort();
 void on_block_begin(unsigned bx, unsigned by, unsigned bz);

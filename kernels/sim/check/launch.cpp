@@ -62,13 +62,14 @@ void init_static_shared(LaunchState& s) {
   for (auto r : interpreter_tls_ranges()) s.not_shared.push_back(r);
 }
 
-void on_launch_begin(const char* name, void* dynamic_shared, size_t shared_bytes,
+void on_launch_begin(const char* name, const void* entry, void* dynamic_shared, size_t shared_bytes,
                      unsigned threads) {
   if (!instrumented()) return;
   LaunchState& s = launch_state();
   init_static_shared(s);
   s.active = true;
   s.kernel = name ? name : "?";
+  s.entry = entry;
   s.threads = threads;
   s.clocks.resize(threads);
   auto d = reinterpret_cast<uintptr_t>(dynamic_shared);
@@ -89,6 +90,7 @@ void on_block_begin(unsigned bx, unsigned by, unsigned bz) {
   s.block[2] = bz;
   s.block_epoch = g_block_epoch.fetch_add(1, std::memory_order_relaxed);
   s.metrics.threads += s.threads;
+  s.metrics.blocks++;
   on_barrier_release();
 }
 

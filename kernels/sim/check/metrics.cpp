@@ -11,6 +11,7 @@
 // DRAM bytes use a simple L2 model: the first load of a sector in a launch reads it from
 // DRAM, the first store writes it back once; every other access hits L2.
 #include <mutex>
+#include <set>
 
 #include "kernels/sim/check/state.h"
 
@@ -21,6 +22,10 @@ namespace {
 std::mutex g_mutex;
 std::map<std::string, Metrics>& totals() {
   static auto* m = new std::map<std::string, Metrics>;
+  return *m;
+}
+std::map<std::string, std::set<const void*>>& entries() {  // the functions of each kernel name
+  static auto* m = new std::map<std::string, std::set<const void*>>;
   return *m;
 }
 
@@ -64,9 +69,10 @@ void flush_requests(LaunchState& s) {
   s.traces.clear();
 }
 
-void add_metrics(const std::string& kernel, const Metrics& m) {
+void add_metrics(const std::string& kernel, const void* entry, const Metrics& m) {
   std::lock_guard lock(g_mutex);
   totals()[kernel] += m;
+  if (entry) entries()[kernel].insert(entry);
 }
 
 std::map<std::string, Metrics> metrics() {
@@ -77,6 +83,18 @@ std::map<std::string, Metrics> metrics() {
 void reset_metrics() {
   std::lock_guard lock(g_mutex);
   totals().clear();
+  entries().clear();
+}
+
+std::vector<std::string> kernel_functions(const std::string& kernel) {
+  std::set<const void*> launched;
+  {
+    std::lock_guard lock(g_mutex);
+    if (auto it = entries().find(kernel); it != entries().end()) launched = it->second;
+  }
+  std::vector<std::string> names;
+  for (const void* entry : launched) names.push_back(function_name(entry));
+  return names;
 }
 
 }  // namespace rg::sim::check

@@ -35,6 +35,25 @@ bool in_dialect(const std::string& file) {
   return false;
 }
 
+// The lines addr2line prints for a code address of the loaded objects (none without one).
+std::vector<std::string> addr2line(uintptr_t pc, const char* flags) {
+  std::vector<std::string> lines;
+  Dl_info info;
+  if (!pc || !dladdr(reinterpret_cast<void*>(pc), &info) || !info.dli_fname) return lines;
+  uintptr_t offset = pc - reinterpret_cast<uintptr_t>(info.dli_fbase);
+  std::string cmd = str("addr2line ", flags, " -e '", info.dli_fname, "' 0x", std::hex, offset);
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (fgets(buf, sizeof buf, p)) {
+      std::string s(buf);
+      while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+      lines.push_back(s);
+    }
+    pclose(p);
+  }
+  return lines;
+}
+
 // file:line of a pc: the innermost inlined frame outside the dialect's headers
 // (addr2line -i prints the innermost first).
 SourceLine symbolize(uintptr_t pc) {
@@ -43,25 +62,14 @@ SourceLine symbolize(uintptr_t pc) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(pc); it != cache.end()) return it->second;
   SourceLine out{"??", 0};
-  Dl_info info;
-  if (pc && dladdr(reinterpret_cast<void*>(pc), &info) && info.dli_fname) {
-    uintptr_t offset = pc - reinterpret_cast<uintptr_t>(info.dli_fbase);
-    std::string cmd = str("addr2line -i -e '", info.dli_fname, "' 0x", std::hex, offset);
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      bool found = false;
-      while (fgets(buf, sizeof buf, p)) {
-        std::string s(buf);
-        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-        if (auto paren = s.find(" ("); paren != std::string::npos) s.resize(paren);
-        auto colon = s.rfind(':');
-        if (colon == std::string::npos || found) continue;
-        SourceLine frame{s.substr(0, colon), std::atoi(s.c_str() + colon + 1)};
-        if (out.line == 0 || !in_dialect(frame.file)) out = frame;
-        found = !in_dialect(frame.file);
-      }
-      pclose(p);
-    }
+  bool found = false;
+  for (std::string s : addr2line(pc, "-i")) {
+    if (auto paren = s.find(" ("); paren != std::string::npos) s.resize(paren);
+    auto colon = s.rfind(':');
+    if (colon == std::string::npos || found) continue;
+    SourceLine frame{s.substr(0, colon), std::atoi(s.c_str() + colon + 1)};
+    if (out.line == 0 || !in_dialect(frame.file)) out = frame;
+    found = !in_dialect(frame.file);
   }
   cache[pc] = out;
   return out;
@@ -99,6 +107,15 @@ void keep_reports(LaunchState& s) {
 }
 
 }  // namespace
+
+std::string function_name(const void* entry) {
+  static std::mutex mutex;
+  static std::map<const void*, std::string> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(entry); it != cache.end()) return it->second;
+  auto lines = addr2line(reinterpret_cast<uintptr_t>(entry), "-f -C");
+  return cache[entry] = lines.empty() ? "??" : lines.front();
+}
 
 std::string source_line(const void* pc) {
   SourceLine at = symbolize(reinterpret_cast<uintptr_t>(pc));
@@ -148,7 +165,7 @@ void on_launch_end() {
   if (!s.active) return;
   flush_requests(s);
   s.metrics.dram_bytes = 32 * (s.sectors_loaded.size() + s.sectors_stored.size());
-  add_metrics(s.kernel, s.metrics);
+  add_metrics(s.kernel, s.entry, s.metrics);
   s.active = false;
   if (s.reports.empty()) return;
   keep_reports(s);

@@ -81,6 +81,7 @@ struct PendingReport {
 struct LaunchState {
   bool active = false;
   std::string kernel;
+  const void* entry = nullptr;  // the kernel function
   unsigned threads = 0;
   unsigned block[3] = {0, 0, 0};
   uint32_t block_epoch = 0;  // shared-memory initialisation tag of this block
@@ -103,7 +104,8 @@ void add_report(Kind kind, uintptr_t pc, uintptr_t other_pc, std::string text);
 void record_request(LaunchState& s, Space space, uintptr_t address, uint32_t size, uintptr_t pc,
                     unsigned thread, bool store);
 void flush_requests(LaunchState& s);
-void add_metrics(const std::string& kernel, const Metrics& m);
+void add_metrics(const std::string& kernel, const void* entry, const Metrics& m);
+std::string function_name(const void* entry);  // demangled, cached (reports.cpp)
 void init_static_shared(LaunchState& s);
 
 }  // namespace rg::sim::check

@@ -2,6 +2,10 @@
 // in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
 // against a raw cuBLAS call on the same handle (4096^3 on cuda). On sim (no GPU) sizes are
 // tiny and the run only proves every kernel launches: sim figures mean nothing.
+// Each row has a floor (issue 14): elementwise, copy, fill and AdamW at >= 0.7x memcpy, the
+// row kernels, reductions and random at >= 0.5x, matmul at >= 0.9x raw cuBLAS. On cuda a row
+// below its floor makes the bench exit 1 (bench/gpu_check.sh relies on it); on sim the floors
+// are printed, not enforced.
 // --sim-check (a -Dsim_check=enabled build): instead of timings, each kernel's memory
 // traffic on sim and its predicted H200 time (bench/kernels_sim_check.cpp).
 // Usage: kernels [--device cuda|sim] [--quick] [--sim-check]
@@ -9,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "bench/cli.h"
 #include "bench/kernels_sim_check.h"
@@ -43,6 +48,20 @@ Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
   Tensor t = empty(shape, dtype, device);
   kernel_table(device.type).fill(t, value);
   return t;
+}
+
+constexpr double kStreamingFloor = 0.7;  // elementwise, copy, fill, AdamW: x memcpy GB/s
+constexpr double kRowFloor = 0.5;        // row kernels, reductions, random
+constexpr double kMatmulFloor = 0.9;     // x raw cuBLAS TFLOP/s
+
+// The rows that missed their floor on a device where floors are enforced.
+std::vector<std::string> g_missed;
+
+// Prints "floor F: ok|MISSED" and remembers a miss when `enforce`.
+void judge(const std::string& row, double ratio, double floor, bool enforce) {
+  bool ok = ratio >= floor;
+  std::printf("  floor %.2f%s", floor, enforce ? (ok ? " ok" : " MISSED") : "");
+  if (enforce && !ok) g_missed.push_back(row);
 }
 
 struct Flags {
@@ -89,12 +108,15 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
   if (!sim_check)
     std::printf("%-28s %9.3f ms %8.1f GB/s  (baseline)\n", "device memcpy", memcpy_ms, memcpy_gbs);
 
-  auto report = [&](const char* name, double bytes, const std::function<void()>& fn) {
+  auto report = [&](const char* name, double bytes, double floor, const std::function<void()>& fn) {
     if (sim_check) return bench::sim_check_row(name, bytes, fn);
     double ms = time_ms(device, iters, fn);
     double gbs = bytes / ms / 1e6;
-    std::printf("%-28s %9.3f ms %8.1f GB/s  %5.2fx memcpy\n", name, ms, gbs, gbs / memcpy_gbs);
+    std::printf("%-28s %9.3f ms %8.1f GB/s  %5.2fx memcpy", name, ms, gbs, gbs / memcpy_gbs);
+    judge(name, gbs / memcpy_gbs, floor, device.is_cuda());
+    std::printf("\n");
   };
+  const double fs = kStreamingFloor, fr = kRowFloor;
   int64_t rows = n / 1024, cols = 1024;
   Tensor a2 = make_view(a, {rows, cols}, {cols, 1}, 0);
   Tensor out2 = make_view(out, {rows, cols}, {cols, 1}, 0);
@@ -111,23 +133,25 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
   Tensor a_bf16 = empty({n}, DType::bf16, device);
   AdamWArgs adamw{1e-3, 0.9, 0.999, 1e-8, 0.1, 1};
 
-  report("unary exp", 2.0 * n * 4, [&] { k.unary(UnaryOp::exp, out, a); });
-  report("unary gelu", 2.0 * n * 4, [&] { k.unary(UnaryOp::gelu, out, a); });
-  report("binary add", 3.0 * n * 4, [&] { k.binary(BinaryOp::add, out, a, b); });
-  report("binary add, row broadcast", 2.0 * n * 4 + cols * 4, [&] {
+  report("unary exp", 2.0 * n * 4, fs, [&] { k.unary(UnaryOp::exp, out, a); });
+  report("unary gelu", 2.0 * n * 4, fs, [&] { k.unary(UnaryOp::gelu, out, a); });
+  report("binary add", 3.0 * n * 4, fs, [&] { k.binary(BinaryOp::add, out, a, b); });
+  report("binary add, row broadcast", 2.0 * n * 4 + cols * 4, fs, [&] {
     k.binary(BinaryOp::add, out2, a2, make_view(w, {rows, cols}, {0, 1}, 0));
   });
-  report("copy transpose", 2.0 * n * 4, [&] { k.copy(outt, at); });
-  report("copy f32 -> bf16", n * 6.0, [&] { k.copy(a_bf16, a); });
-  report("fill", n * 4.0, [&] { k.fill(out, 0.5); });
-  report("reduce sum over rows", n * 4.0, [&] { k.reduce(ReduceOp::sum, row_out, a2, {1}); });
-  report("reduce sum over columns", n * 4.0, [&] { k.reduce(ReduceOp::sum, col_out, a2, {0}); });
-  report("softmax rows of 1024", 2.0 * n * 4, [&] { k.softmax(out2, a2, 1, false); });
-  report("layernorm rows of 1024", 2.0 * n * 4,
+  report("copy transpose", 2.0 * n * 4, fs, [&] { k.copy(outt, at); });
+  report("copy f32 -> bf16", n * 6.0, fs, [&] { k.copy(a_bf16, a); });
+  report("fill", n * 4.0, fs, [&] { k.fill(out, 0.5); });
+  report("reduce sum over rows", n * 4.0, fr, [&] { k.reduce(ReduceOp::sum, row_out, a2, {1}); });
+  report("reduce sum over columns", n * 4.0, fr,
+         [&] { k.reduce(ReduceOp::sum, col_out, a2, {0}); });
+  report("softmax rows of 1024", 2.0 * n * 4, fr, [&] { k.softmax(out2, a2, 1, false); });
+  report("layernorm rows of 1024", 2.0 * n * 4, fr,
          [&] { k.layernorm(out2, mean, rstd, a2, w, bias, 1e-5); });
-  report("cross_entropy rows of 1024", n * 4.0, [&] { k.cross_entropy(loss, a2, targets, -100); });
-  report("random normal", n * 4.0, [&] { k.random(out, RandomKind::normal, 1, 0); });
-  report("adamw", 7.0 * n * 4, [&] { k.adamw(out, a, m, v, adamw); });
+  report("cross_entropy rows of 1024", n * 4.0, fr,
+         [&] { k.cross_entropy(loss, a2, targets, -100); });
+  report("random normal", n * 4.0, fr, [&] { k.random(out, RandomKind::normal, 1, 0); });
+  report("adamw", 7.0 * n * 4, fs, [&] { k.adamw(out, a, m, v, adamw); });
   if (sim_check) bench::sim_check_footer();
 }
 
@@ -166,8 +190,10 @@ void matmul_table(Device device) {
       });
       cublasDestroy(handle);
       std::printf(", raw cuBLAS %.1f TFLOP/s, ratio %.2f", flops / raw / 1e9, raw / ms);
+      judge(tf32 ? "matmul f32 (tf32)" : "matmul f32", raw / ms, kMatmulFloor, true);
     }
 #endif
+    if (!gpu) std::printf("  floor %.2f x raw cuBLAS (cuda only)", kMatmulFloor);
     std::printf("\n");
   }
   gpu::set_allow_tf32(false);
@@ -207,6 +233,13 @@ int main(int argc, char** argv) {
   memory_bound_table(device, n, iters, false);
   matmul_table(device);
   print_allocator_stats(device);
+  if (!gpu) std::printf("floors: printed, enforced on cuda only (sim figures mean nothing)\n");
+  if (!g_missed.empty()) {
+    std::printf("kernels bench: %zu FLOORS MISSED:", g_missed.size());
+    for (const std::string& row : g_missed) std::printf(" [%s]", row.c_str());
+    std::printf("\n");
+    return 1;
+  }
   std::printf("kernels bench: OK\n");
   return 0;
 }

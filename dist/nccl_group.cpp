@@ -3,10 +3,10 @@
 // Messages: ncclSend/ncclRecv on the group's own non-blocking stream. Messages posted between
 // begin_batch and end_batch form one NCCL group (the ring pairs each receive with its send,
 // which NCCL needs to avoid deadlock); completion is an event recorded after the group.
-// Before a send, the device is synchronised so that the reductions the ring just launched on
-// the compute stream are finished. TODO: hand over with gpu::Event between the compute and
-// comm streams of kernels/cuda/stream.h once that API is in the tree, and run the ring's
-// reductions on the comm stream.
+// Before a send, NCCL's stream waits on the device (an event, not the host) for the work queued
+// so far on the sending thread's stream and on the device's compute stream: the reductions the
+// ring just launched, and the kernels that produced the tensor. Receives are handed back by
+// the host wait of wait_message, after which any stream may read them.
 // The communicator is non-blocking, so init and every wait can time out: past the group's
 // timeout the communicator is aborted and the error names the peer waited for.
 #include "dist/nccl_group.h"
@@ -16,6 +16,8 @@
 
 #include <thread>
 #include <vector>
+
+#include "kernels/cuda/stream.h"
 
 namespace rg::dist {
 namespace {
@@ -111,8 +113,7 @@ class NcclGroup : public ProcessGroup {
   Device default_device() const override { return device_; }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
-    // The data may come from a kernel the ring just launched on the compute stream.
-    RG_CUDA(cudaDeviceSynchronize(), "nccl send");
+    wait_for_producers();
     return post([&] { return ncclSend(t.data_ptr(), t.nbytes(), ncclUint8, dst, comm_, stream_); });
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope&) override {
@@ -166,6 +167,21 @@ class NcclGroup : public ProcessGroup {
   }
 
  private:
+  // NCCL's stream waits (on the device) for what is queued on this thread's stream and on the
+  // compute stream, where the data to send was produced.
+  void wait_for_producers() {
+    const gpu::Stream nccl_stream{device_, stream_};
+    const gpu::Stream current = gpu::current_stream(device_);
+    const gpu::Stream compute = gpu::compute_stream(device_);
+    auto wait_for = [&](const gpu::Stream& producer) {
+      gpu::Event ready(device_);  // may be destroyed once the wait is queued
+      ready.record(producer);
+      ready.wait(nccl_stream);
+    };
+    wait_for(current);
+    if (compute.handle != current.handle) wait_for(compute);
+  }
+
   template <typename Call>
   std::shared_ptr<Work> post(Call call) {
     RG_CHECK(comm_, failure());

@@ -55,6 +55,15 @@ expect_error "$train_step" "multiple of the 4 heads" 2 130
 
 expect_help "$kernels" --device --quick
 expect_error "$kernels" "--device" --device tpu
+# On sim (figures meaningless) the bench runs every kernel and prints the floors a cuda run
+# enforces, without enforcing them.
+kernels_out=$("$kernels" --device sim 2>&1)
+kernels_rc=$?
+[ "$kernels_rc" -eq 0 ] || fail "kernels --device sim exited $kernels_rc: $kernels_out"
+for part in "adamw .* floor 0.70$" "softmax rows of 1024 .* floor 0.50$" \
+  "matmul 128^3 f32: .* floor 0.90 x raw cuBLAS" "floors: printed, enforced on cuda only"; do
+  grep -q -- "$part" <<<"$kernels_out" || fail "kernels --device sim prints no line matching '$part'"
+done
 
 expect_help "$allreduce" --backend --nproc --min-bytes --max-bytes --factor --dtype --baseline \
   --rounds

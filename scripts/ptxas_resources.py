@@ -70,7 +70,7 @@ def main():
     args = ap.parse_args()
     rows, headers = [], set()
     if args.nvcc:
-        with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
             jobs = [pool.submit(compile_one, args.nvcc, args.includes, s, work) for s in args.sources]
             for job in jobs:
                 file_rows, file_headers = job.result()

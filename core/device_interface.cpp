@@ -77,7 +77,8 @@ const DeviceInterface& device_interface(DeviceType type) {
             "registers sim and cuda; a program linked with core alone has only cpu)");
   }
   RG_CHECK(!d.device_count || d.device_count() > 0, "device ", Device(type).str(),
-           ": the backend is built but finds no device");
+           ": the backend is built but finds no device",
+           d.why_no_device ? str(": ", d.why_no_device()) : std::string());
   return d;
 }
 

@@ -12,9 +12,9 @@
 namespace rg {
 
 struct AllocatorStats {
-  size_t allocated = 0;       // bytes handed out and not yet freed
-  size_t reserved = 0;        // bytes held from the system (allocated + cached)
-  size_t peak_allocated = 0;  // high-water mark of `allocated`
+  size_t allocated = 0;        // bytes handed out and not yet freed
+  size_t reserved = 0;         // bytes held from the system (allocated + cached)
+  size_t peak_allocated = 0;   // high-water mark of `allocated`
   uint64_t system_allocs = 0;  // calls to the system allocator (malloc/cudaMalloc)
 };
 
@@ -29,6 +29,8 @@ struct DeviceInterface {
   AllocatorStats (*stats)(int index) = nullptr;
   void (*empty_cache)(int index) = nullptr;
   int (*device_count)() = nullptr;
+  // Why device_count() is 0 (the driver's own words), for the error that says so.
+  const char* (*why_no_device)() = nullptr;
 };
 
 // Sets the backend of `type`; the built-in registration calls it for cpu, sim and cuda.

@@ -60,19 +60,43 @@ DeviceState& state(int index) {
 
 thread_local int tls_current_device = -1;
 
+// "12.4" from CUDA's 12040.
+std::string cuda_version_text(int version) { return str(version / 1000, ".", version % 1000 / 10); }
+
+// The devices the driver sees, or why it sees none, asked once.
+struct DeviceScan {
+  int count = 0;
+  std::string why_none;
+};
+
+const DeviceScan& scan() {
+  static const DeviceScan result = [] {
+    DeviceScan s;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n > 0) {
+      s.count = n < kMaxDevices ? n : kMaxDevices;
+      return s;
+    }
+    cudaGetLastError();
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    s.why_none = e == cudaSuccess ? std::string("cudaGetDeviceCount found 0 devices")
+                                  : str("cudaGetDeviceCount failed: ", cudaGetErrorString(e), " (",
+                                        cudaGetErrorName(e), ")");
+    s.why_none += driver ? str("; the driver supports CUDA ", cuda_version_text(driver))
+                         : std::string("; no CUDA driver was found (libcuda.so)");
+    s.why_none += str(", this build needs CUDA ", cuda_version_text(CUDART_VERSION),
+                      " (a driver >= 580 for CUDA 13)");
+    return s;
+  }();
+  return result;
+}
+
 }  // namespace
 
-int device_count() {
-  static int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    return n < kMaxDevices ? n : kMaxDevices;
-  }();
-  return count;
-}
+int device_count() { return scan().count; }
+const char* why_no_device() { return scan().why_none.c_str(); }
 
 void set_device(int index) {
   if (tls_current_device == index) return;
@@ -163,6 +187,7 @@ void register_cuda_device() {
     allocator(index).empty_cache();
   };
   d.device_count = device_count;
+  d.why_no_device = why_no_device;
   register_device(DeviceType::cuda, d);
 }
 }  // namespace rg::cuda

@@ -8,6 +8,7 @@
 namespace rg::cuda {
 
 int device_count();               // 0 when there is no GPU or no driver; never throws
+const char* why_no_device();      // the driver's error and versions when device_count() is 0
 void set_device(int index);       // makes `index` current for this thread (cheap when it is)
 void* compute_stream(int index);  // cudaStream_t
 void* comm_stream(int index);

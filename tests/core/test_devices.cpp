@@ -28,8 +28,14 @@ TEST_CASE("an unusable cuda device says whether the backend is missing or finds 
                          "(configure with -Dcuda=enabled)",
                          Error);
   } else if (!device_available(DeviceType::cuda)) {
+    // with the driver's reason and both CUDA versions, not just "no GPU"
     CHECK_THROWS_WITH_AS(empty({2}, DType::f32, cuda),
-                         "device cuda:0: the backend is built but finds no device", Error);
+                         doctest::Contains("device cuda:0: the backend is built but finds no "
+                                           "device: cudaGetDeviceCount"),
+                         Error);
+    CHECK_THROWS_WITH_AS(
+        empty({2}, DType::f32, cuda),
+        doctest::Contains("this build needs CUDA 13.0 (a driver >= 580 for CUDA 13)"), Error);
   } else {
     CHECK(empty({2}, DType::f32, cuda).device() == cuda);
   }

@@ -27,6 +27,10 @@ void add_model_flags(CLI::App& app, Args& a) {
   app.add_option("--digits", a.digits, "addition task: digits per operand")
       ->check(CLI::Range(1, 9));
   app.add_option("--device", a.device, "device: cpu, sim or cuda");
+  app.add_flag("--tf32", a.tf32,
+               "f32 matmuls on cuda may use TF32 tensor cores (10-bit mantissa products; "
+               "PyTorch: torch.backends.cuda.matmul.allow_tf32, off by default as here); no "
+               "effect on cpu and sim");
   app.add_option("--init", a.init, "start from the weights in this safetensors file");
   app.add_option("--data", a.data,
                  "train on a text file (.txt) or llm.c tokens (.bin) "

@@ -11,6 +11,7 @@
 #include "apps/rgtrain/util.h"
 #include "core/parallel.h"
 #include "dist/init.h"
+#include "kernels/cuda/stream.h"
 
 namespace rgtrain {
 namespace {
@@ -117,6 +118,7 @@ void build(RunState& s) {
     rg::set_num_threads(1);  // one thread per rank: the ranks share the cores
   if (s.group) check_agreement(*s.group, shared_settings(a, s.world));
   s.device = rg::Device(a.device);
+  rg::gpu::set_allow_tf32(a.tf32);
   split_batch(s);
   load_data(s);
   build_model(s);

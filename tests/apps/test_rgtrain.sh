@@ -124,6 +124,12 @@ if "$RGTRAIN" "${TINY[@]}" --steps 2 --init "$TMP/nan.safetensors" --allow-nonfi
    grep -q "final loss nan" "$TMP/out"; then
   ok "--allow-nonfinite trains on"
 else bad "--allow-nonfinite: $(cat "$TMP/out")"; fi
+# --tf32 only concerns cuda's f32 matmuls: on sim (an Eigen GEMM) the run is the same.
+"$RGTRAIN" "${TINY[@]}" --device sim --steps 2 >"$TMP/plain" 2>&1
+"$RGTRAIN" "${TINY[@]}" --device sim --steps 2 --tf32 >"$TMP/tf32" 2>&1
+if [ "$(grep "final loss" "$TMP/plain")" = "$(grep "final loss" "$TMP/tf32")" ] &&
+   grep -q "final loss [0-9]" "$TMP/plain"; then ok "--tf32 on sim: the same final loss"
+else bad "--tf32 on sim: $(grep "final loss" "$TMP/plain" "$TMP/tf32")"; fi
 craft "$TMP/nohead.safetensors" no-head
 if "$RGTRAIN" "${TINY[@]}" --steps 1 --init "$TMP/nohead.safetensors" >"$TMP/out" 2>&1; then
   ok "--init from a file storing the tied weight once (no lm_head.weight)"

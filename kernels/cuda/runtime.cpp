@@ -123,10 +123,11 @@ void* cublas_handle(int index, void* stream) {
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(stream)));
-  // A private workspace per handle keeps cuBLAS from allocating behind our allocator.
+  // A private workspace per handle keeps cuBLAS from allocating behind our allocator. It
+  // comes from the caching allocator, so it counts in memory_stats() and against the cap,
+  // and is held as long as the handle (the process).
   constexpr size_t kWorkspace = size_t(32) << 20;
-  void* workspace = nullptr;
-  CUDA_CHECK(cudaMalloc(&workspace, kWorkspace));
+  void* workspace = s.allocator->allocate(kWorkspace, stream);
   CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kWorkspace));
   s.blas[stream] = {handle, workspace};
   return handle;

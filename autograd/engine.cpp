@@ -104,9 +104,13 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   ReachableGraph graph = reachable_from(root_node);
   std::unordered_map<Node*, int>& dependencies = graph.dependencies;
 
+  // A backward started inside another (a checkpoint's recomputation) queues its callbacks
+  // on the outermost one: they run once, when the whole backward is done (DDP's reducer
+  // finishes there).
   std::vector<std::function<void()>> callbacks;
   auto* previous_callbacks = t_callbacks;
-  t_callbacks = &callbacks;
+  const bool outermost = previous_callbacks == nullptr;
+  t_callbacks = outermost ? &callbacks : previous_callbacks;
   struct Restore {
     std::vector<std::function<void()>>* previous;
     ~Restore() { t_callbacks = previous; }
@@ -152,7 +156,8 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   if (!retain_graph) {
     for (auto& node : graph.nodes) node->release();
   }
-  for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
+  if (outermost)
+    for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
 }
 
 void queue_callback(std::function<void()> callback) {

@@ -101,7 +101,14 @@ Tensor GPT::forward(const Tensor& idx) {
            config_.block_size);
   Tensor pos = arange(T, DType::i64, idx.device());
   Tensor x = drop->forward(add(wte->forward(idx), wpe->forward(pos)));
-  for (auto& block : h) x = block->forward(x);
+  for (auto& block : h) {
+    if (checkpoint_activations) {
+      auto run = [block](const std::vector<Tensor>& in) { return block->forward(in[0]); };
+      x = checkpoint(run, {x}, dropout_generators(*block));
+    } else {
+      x = block->forward(x);
+    }
+  }
   return lm_head->forward(ln_f->forward(x));
 }
 

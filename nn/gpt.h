@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "nn/attention.h"
+#include "nn/checkpoint.h"
 
 namespace rg::nn {
 
@@ -61,6 +62,9 @@ class GPT : public Module {
                                     Reduction reduction = Reduction::mean,
                                     int64_t ignore_index = -1);
   const GPTConfig& config() const { return config_; }
+  // Recompute each block's activations in backward instead of keeping them (rg::checkpoint):
+  // only the blocks' inputs stay alive between forward and backward. Same gradients.
+  bool checkpoint_activations = false;
 
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<Dropout> drop;

@@ -31,6 +31,10 @@ void add_model_flags(CLI::App& app, Args& a) {
                "f32 matmuls on cuda may use TF32 tensor cores (10-bit mantissa products; "
                "PyTorch: torch.backends.cuda.matmul.allow_tf32, off by default as here); no "
                "effect on cpu and sim");
+  app.add_flag("--checkpoint-activations", a.checkpoint_activations,
+               "GPT: keep only each block's input between forward and backward and recompute "
+               "the block in backward (torch.utils.checkpoint per block): less memory, about "
+               "one more forward of compute, the same result");
   app.add_option("--init", a.init, "start from the weights in this safetensors file");
   app.add_option("--data", a.data,
                  "train on a text file (.txt) or llm.c tokens (.bin) "

@@ -30,8 +30,9 @@ struct Args {
   double bucket_cap_mb = 25;
   bool no_overlap = false, grad_view = false, resume = false, verify = false;
   bool reset_optimizer = false, allow_nonfinite = false;
-  bool tf32 = false;                // TF32 tensor cores in f32 matmuls on cuda
-  double max_model_memory_gib = 0;  // 0: 3/4 of this machine's memory
+  bool tf32 = false;                    // TF32 tensor cores in f32 matmuls on cuda
+  bool checkpoint_activations = false;  // GPT: recompute each block in backward
+  double max_model_memory_gib = 0;      // 0: 3/4 of this machine's memory
   std::string trace, checkpoint, init, metrics, data;
   int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;
   std::vector<std::string> compare;  // --compare A B

@@ -20,13 +20,13 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) {
 void MetricsWriter::write(const StepReport& r) {
   if (!out_.is_open()) return;
   nlohmann::ordered_json j = {{"step", r.step},
-                      {"loss", r.loss},
-                      {"lr", r.lr},
-                      {"grad_norm", r.grad_norm},
-                      {"ms", r.seconds * 1e3},
-                      {"tokens_per_s", r.tokens / r.seconds},
-                      {"comm_ms", r.comm_seconds * 1e3},
-                      {"hidden_ms", r.hidden_seconds * 1e3}};
+                              {"loss", r.loss},
+                              {"lr", r.lr},
+                              {"grad_norm", r.grad_norm},
+                              {"ms", r.seconds * 1e3},
+                              {"tokens_per_s", r.tokens / r.seconds},
+                              {"comm_ms", r.comm_seconds * 1e3},
+                              {"hidden_ms", r.hidden_seconds * 1e3}};
   if (r.held_out_accuracy) j["held_out_acc"] = *r.held_out_accuracy;
   out_ << j.dump() << "\n" << std::flush;
 }

@@ -75,7 +75,9 @@ std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t
   c.n_embd = a.width;
   c.dropout = 0;
   c.seed = a.seed;
-  return std::make_shared<rg::nn::GPT>(c);
+  auto gpt = std::make_shared<rg::nn::GPT>(c);
+  gpt->checkpoint_activations = a.checkpoint_activations;
+  return gpt;
 }
 
 std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m) {

@@ -124,6 +124,12 @@ if "$RGTRAIN" "${TINY[@]}" --steps 2 --init "$TMP/nan.safetensors" --allow-nonfi
    grep -q "final loss nan" "$TMP/out"; then
   ok "--allow-nonfinite trains on"
 else bad "--allow-nonfinite: $(cat "$TMP/out")"; fi
+# Activation checkpointing recomputes the same kernels in the same order: the same run.
+"$RGTRAIN" "${TINY[@]}" --steps 3 --checkpoint-activations >"$TMP/ckpt" 2>&1
+"$RGTRAIN" "${TINY[@]}" --steps 3 >"$TMP/nockpt" 2>&1
+if [ "$(grep "final loss" "$TMP/ckpt")" = "$(grep "final loss" "$TMP/nockpt")" ] &&
+   grep -q "final loss [0-9]" "$TMP/ckpt"; then ok "--checkpoint-activations: the same final loss"
+else bad "--checkpoint-activations: $(grep "final loss" "$TMP/ckpt" "$TMP/nockpt")"; fi
 # --tf32 only concerns cuda's f32 matmuls: on sim (an Eigen GEMM) the run is the same.
 "$RGTRAIN" "${TINY[@]}" --device sim --steps 2 >"$TMP/plain" 2>&1
 "$RGTRAIN" "${TINY[@]}" --device sim --steps 2 --tf32 >"$TMP/tf32" 2>&1

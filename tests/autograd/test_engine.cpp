@@ -26,8 +26,11 @@ TEST_CASE("a tensor used twice gets the sum of both paths") {
 TEST_CASE("backward on a non-scalar needs a gradient of its shape") {
   Tensor x = ones({2, 2}).requires_grad_();
   Tensor y = x * 2.0;
-  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("backward: grad can be implicitly created only for scalar"), Error);
-  CHECK_THROWS_WITH_AS(y.backward(ones({3})), doctest::Contains("backward: gradient of shape [3] does not match"), Error);
+  CHECK_THROWS_WITH_AS(
+      y.backward(), doctest::Contains("backward: grad can be implicitly created only for scalar"),
+      Error);
+  CHECK_THROWS_WITH_AS(y.backward(ones({3})),
+                       doctest::Contains("backward: gradient of shape [3] does not match"), Error);
   y.backward(full({2, 2}, 0.5));
   CHECK(x.grad().to_vector<float>() == std::vector<float>{1, 1, 1, 1});
 }
@@ -38,7 +41,8 @@ TEST_CASE("backward through a freed graph is a clear error; retain_graph keeps i
   loss.backward(Tensor(), /*retain_graph=*/true);
   loss.backward();
   CHECK(x.grad().to_vector<float>()[0] == doctest::Approx(4 * std::exp(1.0)));
-  CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("backward through the graph a second time"), Error);
+  CHECK_THROWS_WITH_AS(loss.backward(),
+                       doctest::Contains("backward through the graph a second time"), Error);
 }
 
 TEST_CASE("modifying a saved tensor in place makes backward throw naming the op") {
@@ -49,7 +53,9 @@ TEST_CASE("modifying a saved tensor in place makes backward throw naming the op"
     NoGradGuard g;
     z.detach().add_(ones({3}));
   }
-  CHECK_THROWS_WITH_AS(z.sum().backward(), doctest::Contains("exp: a tensor saved for backward was modified in place"), Error);
+  CHECK_THROWS_WITH_AS(z.sum().backward(),
+                       doctest::Contains("exp: a tensor saved for backward was modified in place"),
+                       Error);
 }
 
 TEST_CASE("requires_grad propagates; detach and NoGradGuard cut the graph") {
@@ -63,7 +69,9 @@ TEST_CASE("requires_grad propagates; detach and NoGradGuard cut the graph") {
     CHECK_FALSE((a + b).requires_grad());
   }
   CHECK_THROWS_WITH_AS(b.sum().backward(), doctest::Contains("does not require grad"), Error);
-  CHECK_THROWS_WITH_AS(a.add_(b), doctest::Contains("add_: in-place operation on a tensor that requires grad"), Error);
+  CHECK_THROWS_WITH_AS(a.add_(b),
+                       doctest::Contains("add_: in-place operation on a tensor that requires grad"),
+                       Error);
 }
 
 TEST_CASE("hooks: tensor hooks can rewrite gradients; post-accumulate hooks fire in ready order") {
@@ -116,4 +124,32 @@ TEST_CASE("parameters the loss does not reach get no gradient and no hook") {
   (used * 2.0).sum().backward();
   CHECK_FALSE(fired);
   CHECK_FALSE(unused.grad().defined());
+}
+
+// A backward started from inside another (a checkpoint's recomputation does this) queues its
+// callbacks on the outermost one: DDP's end-of-backward callback must run once, at the end.
+TEST_CASE("a callback queued in a nested backward runs when the outermost backward ends") {
+  Tensor inner_w = ones({2}).requires_grad_();
+  Tensor outer_w = ones({2}).requires_grad_();
+  std::vector<std::string> events;
+  register_post_accumulate_grad_hook(inner_w, [&](const Tensor&) {
+    events.push_back("inner hook");
+    queue_callback([&] { events.push_back("callback"); });
+  });
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = x * 3.0;
+  register_hook(y, [&](const Tensor& g) {
+    events.push_back("nested backward");
+    GradMode::set_enabled(true);  // backward runs without recording; the nested graph needs it
+    Tensor inner = (inner_w * 2.0).sum();
+    GradMode::set_enabled(false);
+    inner.backward();  // a backward inside this one
+    events.push_back("nested done");
+    return g;
+  });
+  register_post_accumulate_grad_hook(x, [&](const Tensor&) { events.push_back("outer last"); });
+  (y * outer_w).sum().backward();
+  CHECK(events == std::vector<std::string>{"nested backward", "inner hook", "nested done",
+                                           "outer last", "callback"});
+  CHECK(inner_w.grad().to_vector<float>() == std::vector<float>{2, 2});
 }

@@ -103,6 +103,7 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group) {
   int rank = group.rank();
   // Different initial weights per rank: DDP must broadcast rank 0's.
   auto model = make_model(s, 100 + uint64_t(rank) * 7);
+  if (s.checkpoint) std::dynamic_pointer_cast<nn::GPT>(model)->checkpoint_activations = true;
   nn::DDPOptions o;
   o.bucket_cap_mb = s.bucket_cap_mb;
   o.first_bucket_cap_mb = s.first_bucket_cap_mb;

@@ -24,6 +24,7 @@ struct Setup {
   int steps = 3;
   std::string optimizer = "sgd";  // "sgd" (momentum) or "adamw"
   bool bias = true;               // GPT linear/layernorm biases
+  bool checkpoint = false;        // GPT: activation checkpointing in the DDP ranks only
 };
 
 struct RankResult {

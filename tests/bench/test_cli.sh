@@ -2,7 +2,8 @@
 # The benches' command lines (CLI11, bench/cli.h): --help exits 0 and lists every flag or
 # positional of the bench with a description and its default (`=value`, or "default:" for
 # an on/off flag); a bad value exits 2 with an error naming the bench and the flag. Runs one
-# benchmark, as a smoke test: bench/ddp on a tiny GPT (it crashed on AVX-512 machines, issue 10).
+# benchmark, as a smoke test: bench/ddp on a tiny GPT, on threads and on tcp processes (it
+# crashed on AVX-512 machines, issue 10).
 # Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP   (paths of the built programs)
 set -u
 ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5
@@ -86,16 +87,20 @@ else
   expect_error "$allreduce" "was not built" --baseline mpi --backend tcp
 fi
 
-expect_help "$ddp" layers width steps
+expect_help "$ddp" layers width steps --backend --bucket-cap-mb
 expect_error "$ddp" "width" 4 abc
-# A tiny run on 2 thread ranks finishes and prints every part of its report (no figure is
-# checked: speed is not a test).
-ddp_out=$("$ddp" 1 16 1 2>&1)
-ddp_rc=$?
-[ "$ddp_rc" -eq 0 ] || fail "ddp 1 16 1 exited $ddp_rc: $ddp_out"
-for part in "no communication (baseline)" "DDP, default buckets" "bucket_cap_mb sweep" \
-  "gradient_as_bucket_view"; do
-  grep -qF -- "$part" <<<"$ddp_out" || fail "ddp 1 16 1 prints no '$part' line"
+expect_error "$ddp" "--backend" --backend mpi
+expect_error "$ddp" "--bucket-cap-mb" --bucket-cap-mb 0
+# Tiny runs on 2 thread ranks and on 2 forked tcp processes finish and print every part of
+# their report (no figure is checked: speed is not a test).
+for backend in threads tcp; do
+  ddp_out=$("$ddp" 1 16 1 --backend "$backend" 2>&1)
+  ddp_rc=$?
+  [ "$ddp_rc" -eq 0 ] || fail "ddp 1 16 1 --backend $backend exited $ddp_rc: $ddp_out"
+  for part in "== backend $backend" "no communication (baseline)" "DDP, bucket_cap_mb 1 " \
+    "all-reduce per step" "bucket_cap_mb sweep" "gradient_as_bucket_view"; do
+    grep -qF -- "$part" <<<"$ddp_out" || fail "ddp 1 16 1 --backend $backend prints no '$part' line"
+  done
 done
 
 if [ "$failures" -ne 0 ]; then

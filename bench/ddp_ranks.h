@@ -1,0 +1,37 @@
+// bench/ddp's measurement of one configuration on 2 ranks, run either as threads of this
+// process (the threads backend) or as 2 forked processes joined by a tcp group (shared
+// memory between them, as rgrun's local ranks use). Each rank is pinned to its own core when
+// the affinity mask allows 2; a forked rank is pinned before its group exists, so its
+// communication thread shares that core, while the threads backend's communication threads
+// (created before the rank threads) float.
+#pragma once
+#include <string>
+
+namespace rg::bench {
+
+enum class Ranks { threads, processes };
+
+struct DdpSetup {
+  int layers = 4, width = 256, steps = 6;
+  bool use_ddp = true;
+  double bucket_cap_mb = 1;
+  bool gradient_as_bucket_view = false;
+};
+
+struct DdpResult {
+  double ms_per_step = 0;      // rank 0, mean over the timed steps (after one warm-up step)
+  double comm_ms = 0;          // all-reduce time per step (BucketStats::comm_seconds)
+  double hidden_fraction = 0;  // share of it that overlapped backward
+  size_t buckets = 0;
+};
+
+constexpr int kBatch = 4, kContext = 64, kVocab = 512;
+
+// Parameters of the GPT that `setup` describes.
+long long ddp_model_parameters(const DdpSetup& setup);
+// Runs `setup` on 2 ranks; throws std::runtime_error when a rank fails.
+DdpResult measure_ddp(Ranks ranks, const DdpSetup& setup);
+// "rank 0 on core 0, rank 1 on core 1", or why the ranks are not pinned.
+std::string pinning_note();
+
+}  // namespace rg::bench

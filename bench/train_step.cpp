@@ -2,7 +2,8 @@
 // AdamW step; tokens/s; and the cost of gradient accumulation per micro-step against a
 // plain forward+backward of the same micro-batch, both measured in this run (interleaved
 // rounds, medians). Accumulation differs from plain only in the loss weighting
-// (sum / batch count instead of mean) and in adding into existing .grad tensors.
+// (sum / batch count instead of mean) and in adding into existing .grad tensors. Last, the
+// price of activation checkpointing (each block recomputed in backward), paired the same way.
 // The MLP uses the tanh GELU, as ../shared/perf/torch_gpt_step.py (bench/vs_pytorch compares the
 // two). Minor page faults per steady-state step show whether a step still takes fresh pages
 // from the OS (the goal is 0 after warm-up).
@@ -157,6 +158,34 @@ void time_accumulation(nn::GPT& model, const Tensor& x, const Tensor& y, int ste
              1));
 }
 
+// Activation checkpointing's price: forward+backward with each block recomputed in backward
+// against the plain one, paired rounds alternating which runs first.
+void time_checkpointing(nn::GPT& model, const Tensor& x, const Tensor& y, int steps) {
+  auto round = [&](bool checkpointed) {
+    model.checkpoint_activations = checkpointed;
+    model.zero_grad();
+    auto t0 = Clock::now();
+    model.forward(x, y).second.backward();
+    return seconds_since(t0);
+  };
+  std::vector<double> plain, ckpt, ratio;
+  for (int r = 0; r < 2 * steps + 2; ++r) {
+    double p, c;
+    if (r % 2) {
+      c = round(true), p = round(false);
+    } else {
+      p = round(false), c = round(true);
+    }
+    if (r < 2) continue;
+    plain.push_back(p), ckpt.push_back(c), ratio.push_back(c / p);
+  }
+  model.checkpoint_activations = false;
+  std::printf(
+      "activation checkpointing: forward+backward %.2f ms plain, %.2f ms checkpointed "
+      "(medians); cost: median of paired rounds %+.1f%%\n",
+      1e3 * median(plain), 1e3 * median(ckpt), 100 * (median(ratio) - 1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,5 +211,6 @@ int main(int argc, char** argv) {
   time_full_step(*model, opt, x, y, flags.steps);
   if (flags.step_only == 1) return 0;
   time_accumulation(*model, x, y, flags.steps);
+  time_checkpointing(*model, x, y, flags.steps);
   return 0;
 }

@@ -30,6 +30,20 @@ constexpr double kHbmBytesPerSecond = 4.8e12;  // H200 peak HBM3e bandwidth
 constexpr double kLaunchFloorSeconds = 2e-6;   // per kernel launch
 constexpr double kGpuElements = double(1 << 26);
 constexpr double kSimElements = double(1 << 16);
+double per(uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 0.0; }
+
+// "loads/stores" sectors per warp-level request, e.g. "4.00/4.00".
+std::string sectors_per_request(const sim::check::Metrics& m) {
+  return std::to_string(per(m.load_sectors, m.load_requests)).substr(0, 4) + "/" +
+         std::to_string(per(m.store_sectors, m.store_requests)).substr(0, 4);
+}
+
+// Bank conflicts per shared request ("-" without shared accesses).
+std::string bank_conflicts(const sim::check::Metrics& m) {
+  if (!m.shared_requests) return "-";
+  return std::to_string(per(m.shared_wavefronts - m.shared_ideal, m.shared_requests)).substr(0, 4);
+}
+
 }  // namespace
 
 bool sim_check_available() { return sim::check::instrumented(); }
@@ -46,14 +60,7 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
   sim::check::Metrics t;
   auto kernels = sim::check::metrics();
   for (const auto& [kernel, m] : kernels) t += m;
-  auto per = [](uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 0.0; };
-  std::string sectors = std::to_string(per(t.load_sectors, t.load_requests)).substr(0, 4) + "/" +
-                        std::to_string(per(t.store_sectors, t.store_requests)).substr(0, 4);
-  std::string bank =
-      t.shared_requests
-          ? std::to_string(per(t.shared_wavefronts - t.shared_ideal, t.shared_requests))
-                .substr(0, 4)
-          : "-";
+  std::string sectors = sectors_per_request(t), bank = bank_conflicts(t);
   double ratio = double(t.dram_bytes) / min_bytes;
   double gpu_min = min_bytes * kGpuElements / kSimElements;
   double seconds = std::max(ratio * gpu_min / kHbmBytesPerSecond, t.launches * kLaunchFloorSeconds);
@@ -63,6 +70,13 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
               static_cast<unsigned long long>(t.dram_bytes), min_bytes, ratio, sectors.c_str(),
               bank.c_str(), static_cast<unsigned long long>(t.threads), seconds * 1e6, 100 * peak,
               op_occupancy(kernels).c_str());
+  if (kernels.size() < 2) return;
+  for (const auto& [kernel, m] : kernels)  // an op of several kernels: one line each
+    std::printf(
+        "  %-26s %7llu %10llu %10s %6s %11s %5s %8llu %9s %6s %9s\n", kernel.c_str(),
+        static_cast<unsigned long long>(m.launches), static_cast<unsigned long long>(m.dram_bytes),
+        "", "", sectors_per_request(m).c_str(), bank_conflicts(m).c_str(),
+        static_cast<unsigned long long>(m.threads), "", "", op_occupancy({{kernel, m}}).c_str());
 }
 
 void sim_check_footer() {

@@ -31,7 +31,7 @@ int set_thread_num_threads_cap(int n) {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int allowed = t_cap > 0 ? std::min(t_cap, get_num_threads()) : get_num_threads();
-  int threads = static_cast<int>(std::min<int64_t>(allowed, (n + grain - 1) / grain));
+  int threads = static_cast<int>(std::min<int64_t>(allowed, n / std::max<int64_t>(grain, 1)));
   if (threads <= 1 || omp_in_parallel()) {
     fn(0, n);
     return;

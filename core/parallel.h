@@ -1,6 +1,7 @@
 // Intra-op parallelism: a settable thread count and parallel_for over index ranges.
-// Backed by OpenMP; safe to call from several threads at once (each caller gets its own
-// team), which the distributed tests rely on (ranks run as threads of one process).
+// Backed by a ChunkPool per calling thread (core/chunk_pool.h), whose caller never waits for
+// a worker that has not started; safe to call from several threads at once (each caller has
+// its own workers), which the distributed tests rely on (ranks run as threads of one process).
 #pragma once
 #include <algorithm>
 #include <cstdint>

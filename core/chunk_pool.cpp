@@ -1,10 +1,43 @@
 #include "core/chunk_pool.h"
 
+#include <pthread.h>
+
 #include <exception>
+#include <new>
 
 namespace rg {
 
+namespace {
+
+// Counts fork()s into this process (a pthread_atfork child handler).
+std::atomic<uint64_t> g_fork_epoch{0};
+
+uint64_t fork_epoch() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_fork_epoch.fetch_add(1); });
+    return true;
+  }();
+  (void)registered;
+  return g_fork_epoch.load();
+}
+
+}  // namespace
+
+ChunkPool::ChunkPool() : fork_epoch_(fork_epoch()) {}
+
+void ChunkPool::forget_inherited_workers() {
+  new std::vector<std::thread>(std::move(workers_));  // leaked: joining them would hang
+  workers_.clear();
+  new (&mutex_) std::mutex;  // it may have been locked by a parent's thread at fork time
+  new (&wake_) std::condition_variable;
+  posted_ = 0;
+  stop_ = false;
+  ticket_.store(kClosed);
+  fork_epoch_ = fork_epoch();
+}
+
 ChunkPool::~ChunkPool() {
+  if (fork_epoch_ != fork_epoch()) return;  // a forked child's copy: the workers are not ours
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -49,6 +82,7 @@ void ChunkPool::worker_loop() {
 
 void ChunkPool::run(int64_t n, int64_t chunks, int threads,
                     const std::function<void(int64_t, int64_t)>& fn) {
+  if (fork_epoch_ != fork_epoch()) forget_inherited_workers();
   while (static_cast<int>(workers_.size()) < threads - 1)
     workers_.emplace_back([this] { worker_loop(); });
   uint32_t generation;

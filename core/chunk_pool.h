@@ -5,6 +5,10 @@
 // worker that is descheduled when a job is posted (another process holds its core) finds the
 // job closed when it runs and claims nothing, so it costs the job no time, where an OpenMP
 // region's end barrier waits for every thread of its team.
+// fork(): a child has none of its parent's threads, only copies of the pool's state (a mutex
+// may even be locked). A pool used in a forked child forgets the workers it inherited (their
+// std::thread objects are leaked, never joined) and starts afresh; one destroyed there does
+// not join them either. Forked rank processes and benches can therefore use it freely.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -18,7 +22,7 @@ namespace rg {
 
 class ChunkPool {
  public:
-  ChunkPool() = default;
+  ChunkPool();
   ~ChunkPool();
   ChunkPool(const ChunkPool&) = delete;
   ChunkPool& operator=(const ChunkPool&) = delete;
@@ -32,8 +36,10 @@ class ChunkPool {
  private:
   static constexpr uint64_t kClosed = 0xffffffffu;
   void worker_loop();
+  void forget_inherited_workers();          // in a forked child: the workers are the parent's
   bool run_one_chunk(uint32_t generation);  // false: the job is closed or fully claimed
 
+  uint64_t fork_epoch_;  // fork_epoch() when the workers were started
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;

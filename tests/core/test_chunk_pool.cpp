@@ -1,9 +1,14 @@
 // ChunkPool and parallel_for over it: every index is covered exactly once whichever threads
 // claim the chunks, nested calls run inline, concurrent callers each get their own workers.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 #include <set>
@@ -64,4 +69,40 @@ TEST_CASE("parallel_for inside a chunk runs inline; concurrent callers don't int
     });
   for (auto& c : callers) c.join();
   for (int t = 0; t < 4; ++t) CHECK(sums[t] == 300 * (999 * 1000 / 2));
+}
+
+// A child forked after the pool started its workers has none of them: parallel_for there
+// must not wait for them, and exit (which destroys the thread-local pool) must not join them.
+TEST_CASE("a forked child runs parallel_for and exits without its parent's workers") {
+  const int saved = get_num_threads();
+  set_num_threads(2);
+  std::atomic<int64_t> parent_sum{0};
+  parallel_for(1000, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) parent_sum += i;
+  });
+  REQUIRE(parent_sum == 999 * 1000 / 2);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::atomic<int64_t> sum{0};
+    for (int job = 0; job < 20; ++job)
+      parallel_for(1000, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) sum += i;
+      });
+    std::exit(sum == 20 * (999 * 1000 / 2) ? 0 : 3);  // runs the thread-local pool's destructor
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && done == 0; ++i) {  // up to a minute: a hang, not a timing check
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  set_num_threads(saved);
+  CHECK_MESSAGE(done == child, "the forked child hung");
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

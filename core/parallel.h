@@ -1,7 +1,9 @@
 // Intra-op parallelism: a settable thread count and parallel_for over index ranges.
-// Backed by OpenMP; safe to call from several threads at once (each caller gets its own
-// team), which the distributed tests rely on (ranks run as threads of one process).
+// Backed by a ChunkPool per calling thread (core/chunk_pool.h), whose caller never waits for
+// a worker that has not started; safe to call from several threads at once (each caller has
+// its own workers), which the distributed tests rely on (ranks run as threads of one process).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -16,8 +18,20 @@ int get_num_threads();
 // Returns the previous cap.
 int set_thread_num_threads_cap(int n);
 
-// Calls fn(begin, end) on disjoint chunks covering [0, n). Runs inline when n is below
-// `grain` or one thread is set, so tiny ops pay no threading cost.
+// Work (in elements) a task must have before a loop is split across threads; PyTorch's
+// at::internal::GRAIN_SIZE is the same. Every parallel region ends at a barrier that waits
+// for each thread of the team, so a region is only worth it when its share of work is far
+// longer than the time a thread may spend descheduled when another process shares its core.
+inline constexpr int64_t kGrainSize = 32768;
+
+// Rows per task for rows of `row_elements` elements each: at least kGrainSize elements.
+inline int64_t grain_rows(int64_t row_elements) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_elements, 1));
+}
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n). Uses at most n / grain threads
+// (each gets at least `grain` items), so runs inline when n is below 2 * grain or one thread
+// is set: small ops pay no threading cost and never wait on another thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace rg

@@ -27,7 +27,7 @@ void adamw_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   const T w1 = T(1.0 - args.beta1), b2 = T(args.beta2), w2 = T(1.0 - args.beta2);
   const T step_size = T(-(args.lr / bc1)), bc2_sqrt = T(std::sqrt(bc2)), eps = T(args.eps);
   const bool lerp_low = w1 < T(0.5);
-  parallel_for(param.numel(), 16384, [&](int64_t begin, int64_t end) {
+  parallel_for(param.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       T pi = p[i] * decay;
       T gi = g[i];

@@ -67,7 +67,7 @@ void cross_entropy_typed(const Tensor& loss, const Tensor& logits, const std::ve
   const T* x = logits.data<T>();
   T* out = loss.data<T>();
   const int64_t ls = loss.dim() == 0 ? 0 : loss.stride(0);
-  parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(n, grain_rows(c), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       if (t[r] == ignore_index) {
         out[r * ls] = T(0);
@@ -92,7 +92,7 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
   const T* x = logits.data<T>();
   const T* dl = dloss.data<T>();
   T* dx = dlogits.data<T>();
-  parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(n, grain_rows(c), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       T* drow = dx + r * d0;
       if (t[r] == ignore_index) {

@@ -39,19 +39,18 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   char* o = static_cast<char*>(out.data_ptr());
   const int64_t ws0 = weight.stride(0), ws1 = weight.stride(1);
   const int64_t os0 = out.stride(0), os1 = out.stride(1);
-  parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t r = begin; r < end; ++r) {
-                   const char* src = w + idx[r] * ws0 * item;
-                   char* dst = o + r * os0 * item;
-                   if (ws1 == 1 && os1 == 1) {
-                     std::memcpy(dst, src, d * item);
-                   } else {
-                     for (int64_t j = 0; j < d; ++j)
-                       std::memcpy(dst + j * os1 * item, src + j * ws1 * item, item);
-                   }
-                 }
-               });
+  parallel_for(n, grain_rows(d), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const char* src = w + idx[r] * ws0 * item;
+      char* dst = o + r * os0 * item;
+      if (ws1 == 1 && os1 == 1) {
+        std::memcpy(dst, src, d * item);
+      } else {
+        for (int64_t j = 0; j < d; ++j)
+          std::memcpy(dst + j * os1 * item, src + j * ws1 * item, item);
+      }
+    }
+  });
 }
 
 template <typename T>
@@ -73,21 +72,19 @@ void embedding_backward_typed(const Tensor& grad_weight, const Tensor& grad_out,
   const T* go = grad_out.data<T>();
   const int64_t gs0 = grad_weight.stride(0), gs1 = grad_weight.stride(1);
   const int64_t os0 = grad_out.stride(0), os1 = grad_out.stride(1);
-  parallel_for(static_cast<int64_t>(used.size()),
-               std::max<int64_t>(1, 4096 / std::max<int64_t>(d, 1)),
-               [&](int64_t begin, int64_t end) {
-                 std::vector<C> acc(d);
-                 for (int64_t u = begin; u < end; ++u) {
-                   int64_t v = used[u];
-                   std::fill(acc.begin(), acc.end(), C(0));
-                   for (int64_t k = start[v]; k < start[v + 1]; ++k) {
-                     const T* row = go + order[k] * os0;
-                     for (int64_t j = 0; j < d; ++j) acc[j] += C(row[j * os1]);
-                   }
-                   T* dst = gw + v * gs0;
-                   for (int64_t j = 0; j < d; ++j) dst[j * gs1] = T(C(dst[j * gs1]) + acc[j]);
-                 }
-               });
+  parallel_for(static_cast<int64_t>(used.size()), grain_rows(d), [&](int64_t begin, int64_t end) {
+    std::vector<C> acc(d);
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t v = used[u];
+      std::fill(acc.begin(), acc.end(), C(0));
+      for (int64_t k = start[v]; k < start[v + 1]; ++k) {
+        const T* row = go + order[k] * os0;
+        for (int64_t j = 0; j < d; ++j) acc[j] += C(row[j * os1]);
+      }
+      T* dst = gw + v * gs0;
+      for (int64_t j = 0; j < d; ++j) dst[j * gs1] = T(C(dst[j * gs1]) + acc[j]);
+    }
+  });
 }
 
 void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& indices) {

@@ -33,35 +33,34 @@ void layernorm_typed(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
   Tensor b = bias.defined() ? contiguous_as(bias, x.dtype()) : Tensor();
   const T* pw = w.defined() ? w.data<T>() : nullptr;
   const T* pb = b.defined() ? b.data<T>() : nullptr;
-  parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t r = begin; r < end; ++r) {
-                   const T* xr = px + r * c;
-                   T* orow = po + r * c;
-                   double sum = 0, sq = 0, mu;
-                   if constexpr (std::is_same_v<T, float>) {
-                     mu = row::sum(xr, c) / double(c);
-                     sq = row::centered_square_sum(xr, c, mu);
-                   } else {
-                     for (int64_t i = 0; i < c; ++i) sum += double(Cp(xr[i]));
-                     mu = sum / double(c);
-                     for (int64_t i = 0; i < c; ++i) {
-                       double d = double(Cp(xr[i])) - mu;
-                       sq += d * d;
-                     }
-                   }
-                   double inv = 1.0 / std::sqrt(sq / double(c) + eps);
-                   pm[r] = S(mu);
-                   pr[r] = S(inv);
-                   Cp m = Cp(mu), s = Cp(inv);
-                   for (int64_t i = 0; i < c; ++i) {
-                     Cp v = (Cp(xr[i]) - m) * s;
-                     if (pw) v = v * Cp(pw[i]);
-                     if (pb) v = v + Cp(pb[i]);
-                     orow[i] = T(v);
-                   }
-                 }
-               });
+  parallel_for(n, grain_rows(c), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = px + r * c;
+      T* orow = po + r * c;
+      double sum = 0, sq = 0, mu;
+      if constexpr (std::is_same_v<T, float>) {
+        mu = row::sum(xr, c) / double(c);
+        sq = row::centered_square_sum(xr, c, mu);
+      } else {
+        for (int64_t i = 0; i < c; ++i) sum += double(Cp(xr[i]));
+        mu = sum / double(c);
+        for (int64_t i = 0; i < c; ++i) {
+          double d = double(Cp(xr[i])) - mu;
+          sq += d * d;
+        }
+      }
+      double inv = 1.0 / std::sqrt(sq / double(c) + eps);
+      pm[r] = S(mu);
+      pr[r] = S(inv);
+      Cp m = Cp(mu), s = Cp(inv);
+      for (int64_t i = 0; i < c; ++i) {
+        Cp v = (Cp(xr[i]) - m) * s;
+        if (pw) v = v * Cp(pw[i]);
+        if (pb) v = v + Cp(pb[i]);
+        orow[i] = T(v);
+      }
+    }
+  });
 }
 
 template <typename T, typename S>
@@ -79,36 +78,35 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
   const T* pw = w.defined() ? w.data<T>() : nullptr;
   if (dx.defined()) {
     T* pdx = dx.data<T>();
-    parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(c, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t r = begin; r < end; ++r) {
-                     const T* xr = px + r * c;
-                     const T* gr = pdy + r * c;
-                     Cp m = Cp(pm[r]), s = Cp(pr[r]);
-                     double g_sum = 0, gx_sum = 0;
-                     if constexpr (std::is_same_v<T, float>) {
+    parallel_for(n, grain_rows(c), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = px + r * c;
+        const T* gr = pdy + r * c;
+        Cp m = Cp(pm[r]), s = Cp(pr[r]);
+        double g_sum = 0, gx_sum = 0;
+        if constexpr (std::is_same_v<T, float>) {
 #pragma omp simd reduction(+ : g_sum, gx_sum)
-                       for (int64_t i = 0; i < c; ++i) {
-                         float g = pw ? gr[i] * pw[i] : gr[i];
-                         g_sum += double(g);
-                         gx_sum += double(g * ((xr[i] - m) * s));
-                       }
-                     } else {
-                       for (int64_t i = 0; i < c; ++i) {
-                         Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
-                         g_sum += double(g);
-                         gx_sum += double(g * ((Cp(xr[i]) - m) * s));
-                       }
-                     }
-                     Cp g_mean = Cp(g_sum / double(c)), gx_mean = Cp(gx_sum / double(c));
-                     T* dr = pdx + r * c;
-                     for (int64_t i = 0; i < c; ++i) {
-                       Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
-                       Cp xhat = (Cp(xr[i]) - m) * s;
-                       dr[i] = T(s * (g - g_mean - xhat * gx_mean));
-                     }
-                   }
-                 });
+          for (int64_t i = 0; i < c; ++i) {
+            float g = pw ? gr[i] * pw[i] : gr[i];
+            g_sum += double(g);
+            gx_sum += double(g * ((xr[i] - m) * s));
+          }
+        } else {
+          for (int64_t i = 0; i < c; ++i) {
+            Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
+            g_sum += double(g);
+            gx_sum += double(g * ((Cp(xr[i]) - m) * s));
+          }
+        }
+        Cp g_mean = Cp(g_sum / double(c)), gx_mean = Cp(gx_sum / double(c));
+        T* dr = pdx + r * c;
+        for (int64_t i = 0; i < c; ++i) {
+          Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);
+          Cp xhat = (Cp(xr[i]) - m) * s;
+          dr[i] = T(s * (g - g_mean - xhat * gx_mean));
+        }
+      }
+    });
   }
   if (!dweight.defined() && !dbias.defined()) return;
   // Column sums over rows, in row order: deterministic for any thread count.
@@ -121,7 +119,7 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
   T* pdw = dw.defined() ? dw.data<T>() : nullptr;
   T* pdb = db.defined() ? db.data<T>() : nullptr;
   int64_t blocks = (c + kColumnBlock - 1) / kColumnBlock;
-  parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(blocks, grain_rows(n * kColumnBlock), [&](int64_t begin, int64_t end) {
     double acc_w[kColumnBlock], acc_b[kColumnBlock];
     for (int64_t blk = begin; blk < end; ++blk) {
       int64_t j0 = blk * kColumnBlock, w = std::min(kColumnBlock, c - j0);

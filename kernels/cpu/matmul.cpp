@@ -2,11 +2,13 @@
 // contiguous. Each 2-D slice of a/b is mapped in place as row-major (inner stride 1) or
 // column-major (a transposed view, outer stride 1) with any outer stride; a slice that is
 // neither is copied to contiguous first. Batch strides may be 0 (broadcast).
-// Threading: a few large products use Eigen's own OpenMP GEMM with rg::get_num_threads()
-// threads, set through the calling thread's OpenMP ICV (omp_set_num_threads, per thread)
-// rather than the process-global Eigen::setNbThreads, so concurrent callers don't race.
-// Many small products run batch-parallel, each single-threaded. bf16 computes in f32.
+// Threading: the products are split into tasks of whole batches and blocks of output rows,
+// run by rg::parallel_for, each a single-threaded Eigen GEMM (Eigen's own OpenMP GEMM
+// busy-waits on its other threads, which costs whole scheduler slices when another process
+// shares a core). bf16 computes in f32.
 #include <omp.h>
+
+#include <algorithm>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"  // inside Eigen 3.4's AVX bf16 code
@@ -23,6 +25,9 @@
 
 namespace rg::cpu {
 namespace {
+
+// Multiply-adds below which a product is not split across threads (about 0.1 ms).
+constexpr int64_t kGemmGrain = int64_t(1) << 20;
 
 template <typename T, int Order>
 using MatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, 0,
@@ -109,21 +114,29 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
     b_copy = contiguous_as(b, b.dtype());
     pb = b_copy.data<T>(), lb = {true, n}, b_batch_stride = k * n;
   }
-  auto one = [&](int64_t i) {
-    gemm_any<T>(c + i * m * n, pa + i * a_batch_stride, la, pb + i * b_batch_stride, lb, m, k, n);
+  // Tasks are (batch, block of output rows) pairs, each a single-threaded Eigen product, all
+  // in one parallel region. A product is split into at most one block per thread and only
+  // into blocks of at least kGemmGrain multiply-adds, so small products stay whole, and no
+  // thread ever spins inside Eigen's GEMM waiting for another.
+  const int64_t work = m * n * k;
+  const int64_t split = std::max<int64_t>(
+      1, std::min<int64_t>({get_num_threads(), work / kGemmGrain, (m + 31) / 32}));
+  // Blocks are whole multiples of 32 rows, so Eigen's register tiles stay full.
+  const int64_t rows_per_task = std::min<int64_t>(m, ((m + split - 1) / split + 31) / 32 * 32);
+  const int64_t blocks = (m + rows_per_task - 1) / rows_per_task;
+  auto task = [&](int64_t t) {
+    const int64_t i = t / blocks, r0 = (t % blocks) * rows_per_task;
+    const int64_t rows = std::min(rows_per_task, m - r0);
+    const T* a_rows = pa + i * a_batch_stride + r0 * (la.row_major ? la.outer_stride : 1);
+    gemm_any<T>(c + i * m * n + r0 * n, a_rows, la, pb + i * b_batch_stride, lb, rows, k, n);
   };
-  const int threads = get_num_threads();
-  const double flops_per_batch = 2.0 * m * n * k;
-  if (batch == 1 || flops_per_batch >= 2.0 * 128 * 128 * 128 || threads == 1) {
-    EigenThreads scope(threads);  // Eigen parallelises each product itself
-    for (int64_t i = 0; i < batch; ++i) one(i);
-  } else {  // batch-parallel; Eigen sees it is inside a parallel region and stays serial
-    int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(1e6 / (flops_per_batch + 1)));
-    parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
-      EigenThreads scope(1);
-      for (int64_t i = begin; i < end; ++i) one(i);
-    });
-  }
+  const int64_t grain =
+      std::max<int64_t>(1, kGemmGrain / std::max<int64_t>(1, rows_per_task * n * k));
+  EigenThreads single(1);
+  parallel_for(batch * blocks, grain, [&](int64_t begin, int64_t end) {
+    EigenThreads scope(1);
+    for (int64_t t = begin; t < end; ++t) task(t);
+  });
 }
 
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {

@@ -18,7 +18,7 @@ void random_typed(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t of
   const bool contiguous = out.is_contiguous();
   const Shape& shape = out.shape();
   const Strides& strides = out.strides();
-  parallel_for(n, 4096, [&](int64_t begin, int64_t end) {
+  parallel_for(n, kGrainSize, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       uint64_t counter = offset + static_cast<uint64_t>(i);
       float v = kind == RandomKind::uniform ? philox_uniform(seed, counter)

@@ -99,16 +99,15 @@ template <ReduceOp Op, typename T, typename Out>
 void reduce_rows(Out* out, const T* x, int64_t rows, int64_t r) {
   using Red = Reduction<Op, T>;
   if (r <= kChunk) {
-    parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(r, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t a = b; a < e; ++a)
-                     out[a] = Red::template finish<Out>(Red::chunk(x + a * r, r, 0), r);
-                 });
+    parallel_for(rows, grain_rows(r), [&](int64_t b, int64_t e) {
+      for (int64_t a = b; a < e; ++a)
+        out[a] = Red::template finish<Out>(Red::chunk(x + a * r, r, 0), r);
+    });
     return;
   }
   int64_t chunks = (r + kChunk - 1) / kChunk;
   std::vector<typename Red::State> partial(rows * chunks);
-  parallel_for(rows * chunks, 1, [&](int64_t b, int64_t e) {
+  parallel_for(rows * chunks, grain_rows(kChunk), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       int64_t a = t / chunks, start = (t % chunks) * kChunk;
       partial[t] = Red::chunk(x + a * r + start, std::min(kChunk, r - start), start);
@@ -127,7 +126,7 @@ void reduce_columns(Out* out, const T* x, int64_t outer, int64_t r, int64_t inne
   using Red = Reduction<Op, T>;
   using V = typename Red::V;
   int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, r * kColumnBlock));
+  int64_t grain = grain_rows(r * kColumnBlock);
   parallel_for(outer * blocks, grain, [&](int64_t b, int64_t e) {
     V value[kColumnBlock];
     int64_t index[kColumnBlock];

@@ -38,13 +38,12 @@ template <typename F>
 void for_each_line(const Geometry& g, F body) {
   int64_t blocks = (g.inner + kColumnBlock - 1) / kColumnBlock;
   int64_t per_task = g.dim * std::min(g.inner, kColumnBlock);
-  parallel_for(g.outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(per_task, 1)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t t = begin; t < end; ++t) {
-                   int64_t o = t / blocks, j0 = (t % blocks) * kColumnBlock;
-                   body(o * g.dim * g.inner + j0, g.inner, std::min(kColumnBlock, g.inner - j0));
-                 }
-               });
+  parallel_for(g.outer * blocks, grain_rows(per_task), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t o = t / blocks, j0 = (t % blocks) * kColumnBlock;
+      body(o * g.dim * g.inner + j0, g.inner, std::min(kColumnBlock, g.inner - j0));
+    }
+  });
 }
 
 // One f32 row in three SIMD passes: max, exp (kept in y) with its sum, scale.
@@ -65,41 +64,40 @@ template <typename T>
 void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
   using C = compute_t<T>;
   const int64_t n = g.dim;
-  parallel_for(
-      g.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const T* xr = x + r * n;
-          T* yr = y + r * n;
-          if constexpr (std::is_same_v<T, float>) {
-            softmax_row_f32(yr, xr, n, log);
-            continue;
-          }
-          C mx = -std::numeric_limits<C>::infinity();
-          for (int64_t i = 0; i < n; ++i) mx = std::max(mx, C(xr[i]));
-          if (mx == -std::numeric_limits<C>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
-          double sum = 0;
-          if (log || std::is_same_v<T, bf16_t>) {  // bf16 recomputes exp below: one rounding
-            for (int64_t i = 0; i < n; ++i) sum += double(std::exp(C(xr[i]) - mx));
-          } else {  // keep exp in y: one exp per element
-            for (int64_t i = 0; i < n; ++i) {
-              C e = std::exp(C(xr[i]) - mx);
-              yr[i] = T(e);
-              sum += double(e);
-            }
-          }
-          if (log) {  // (x - max) - log(sum): rounding x - max first keeps small results exact
-            C log_sum = C(std::log(sum));
-            for (int64_t i = 0; i < n; ++i) yr[i] = T((C(xr[i]) - mx) - log_sum);
-          } else {
-            C scale = C(1.0 / sum);
-            if constexpr (std::is_same_v<T, bf16_t>) {
-              for (int64_t i = 0; i < n; ++i) yr[i] = T(std::exp(C(xr[i]) - mx) * scale);
-            } else {
-              for (int64_t i = 0; i < n; ++i) yr[i] = T(C(yr[i]) * scale);
-            }
-          }
+  parallel_for(g.outer, grain_rows(n), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * n;
+      T* yr = y + r * n;
+      if constexpr (std::is_same_v<T, float>) {
+        softmax_row_f32(yr, xr, n, log);
+        continue;
+      }
+      C mx = -std::numeric_limits<C>::infinity();
+      for (int64_t i = 0; i < n; ++i) mx = std::max(mx, C(xr[i]));
+      if (mx == -std::numeric_limits<C>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
+      double sum = 0;
+      if (log || std::is_same_v<T, bf16_t>) {  // bf16 recomputes exp below: one rounding
+        for (int64_t i = 0; i < n; ++i) sum += double(std::exp(C(xr[i]) - mx));
+      } else {  // keep exp in y: one exp per element
+        for (int64_t i = 0; i < n; ++i) {
+          C e = std::exp(C(xr[i]) - mx);
+          yr[i] = T(e);
+          sum += double(e);
         }
-      });
+      }
+      if (log) {  // (x - max) - log(sum): rounding x - max first keeps small results exact
+        C log_sum = C(std::log(sum));
+        for (int64_t i = 0; i < n; ++i) yr[i] = T((C(xr[i]) - mx) - log_sum);
+      } else {
+        C scale = C(1.0 / sum);
+        if constexpr (std::is_same_v<T, bf16_t>) {
+          for (int64_t i = 0; i < n; ++i) yr[i] = T(std::exp(C(xr[i]) - mx) * scale);
+        } else {
+          for (int64_t i = 0; i < n; ++i) yr[i] = T(C(yr[i]) * scale);
+        }
+      }
+    }
+  });
 }
 
 template <typename T>
@@ -143,27 +141,26 @@ template <typename T>
 void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
   using C = compute_t<T>;
   const int64_t n = g.dim;
-  parallel_for(g.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t r = b; r < e; ++r) {
-                   const T* dyr = dy + r * n;
-                   const T* yr = y + r * n;
-                   T* dxr = dx + r * n;
-                   if constexpr (std::is_same_v<T, float>) {
-                     softmax_backward_row_f32(dxr, dyr, yr, n, log);
-                     continue;
-                   }
-                   double dot = 0;
-                   for (int64_t i = 0; i < n; ++i)
-                     dot += log ? double(C(dyr[i])) : double(C(dyr[i])) * double(C(yr[i]));
-                   C d = C(dot);
-                   if (log) {
-                     for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(dyr[i]) - std::exp(C(yr[i])) * d);
-                   } else {
-                     for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(yr[i]) * (C(dyr[i]) - d));
-                   }
-                 }
-               });
+  parallel_for(g.outer, grain_rows(n), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* dyr = dy + r * n;
+      const T* yr = y + r * n;
+      T* dxr = dx + r * n;
+      if constexpr (std::is_same_v<T, float>) {
+        softmax_backward_row_f32(dxr, dyr, yr, n, log);
+        continue;
+      }
+      double dot = 0;
+      for (int64_t i = 0; i < n; ++i)
+        dot += log ? double(C(dyr[i])) : double(C(dyr[i])) * double(C(yr[i]));
+      C d = C(dot);
+      if (log) {
+        for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(dyr[i]) - std::exp(C(yr[i])) * d);
+      } else {
+        for (int64_t i = 0; i < n; ++i) dxr[i] = T(C(yr[i]) * (C(dyr[i]) - d));
+      }
+    }
+  });
 }
 
 template <typename T>

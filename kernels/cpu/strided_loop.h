@@ -15,8 +15,8 @@ namespace rg::cpu {
 template <int N>
 struct StridedLoop {
   int ndim = 0;
-  Shape shape;                            // merged shape, innermost last
-  std::array<Strides, N> byte_strides;    // per tensor, per merged dim
+  Shape shape;                          // merged shape, innermost last
+  std::array<Strides, N> byte_strides;  // per tensor, per merged dim
   std::array<char*, N> base;
 
   explicit StridedLoop(const std::array<const Tensor*, N>& tensors) {
@@ -51,7 +51,7 @@ struct StridedLoop {
 
   // inner(std::array<char*, N> ptrs, std::array<int64_t, N> inner_byte_strides, int64_t n)
   template <typename F>
-  void run(F&& inner, int64_t grain = 32768) const {
+  void run(F&& inner, int64_t grain = kGrainSize) const {
     int64_t inner_n = shape.back();
     if (inner_n == 0) return;
     int64_t outer = 1;

@@ -70,7 +70,7 @@ TEST_CASE("matmul handles empty sizes, k == 0 and large batched products") {
   CHECK(values(out) == std::vector<double>(24, 0.0));
   Tensor e = empty({0, 3, 4}, DType::f32);
   cpu().matmul(e, empty({0, 3, 2}), empty({0, 2, 4}));
-  for (int64_t batch : {1, 9}) {  // one big product (Eigen threads) and batch-parallel
+  for (int64_t batch : {1, 9}) {  // one product split into row blocks, and batch-parallel
     int64_t m = batch == 1 ? 200 : 33, k = batch == 1 ? 150 : 47, n = batch == 1 ? 170 : 29;
     Tensor x = random_tensor({batch, m, k}, DType::f32, rng),
            y = permuted_tensor({batch, k, n}, {0, 2, 1}, DType::f32, rng);
@@ -79,6 +79,20 @@ TEST_CASE("matmul handles empty sizes, k == 0 and large batched products") {
     with_threads(2, [&] { cpu().matmul(two, x, y); });
     check_close(values(two), reference(x, y), 1e-5, "large matmul", double(k));
     check_close(values(one), values(two), 1e-6, "1 vs 2 threads", double(k));
+  }
+}
+
+TEST_CASE("matmul split into blocks of output rows matches the reference in every layout") {
+  // 2 threads, 100 rows: blocks of 64 and 36 rows (whole multiples of 32 but the last).
+  std::mt19937 rng(7);
+  const int64_t batch = 2, m = 100, k = 256, n = 256;
+  for (int la = 0; la < 5; ++la) {
+    Tensor a = operand({batch, m, k}, la, DType::f32, rng),
+           b = operand({batch, k, n}, (la + 1) % 5, DType::f32, rng);
+    Tensor out = empty({batch, m, n});
+    with_threads(2, [&] { cpu().matmul(out, a, b); });
+    check_close(values(out), reference(a, b), 1e-5, "row blocks, layout " + std::to_string(la),
+                double(k));
   }
 }
 

@@ -23,7 +23,6 @@
 // percentage of it. The twin is built only when Meson finds MPI; on Debian:
 //   apt-get install openmpi-bin libopenmpi-dev && meson setup --reconfigure build
 // MPI is never needed to build or test ringgrad.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +41,7 @@
 
 #include "bench/allreduce_timing.h"
 #include "bench/cli.h"
+#include "bench/tcp_ranks.h"
 #include "dist/buffer_math.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
@@ -254,37 +254,12 @@ void run_rank_vs_mpi(ProcessGroup& pg, const Config& c, int out) {
 // Forks c.nproc ranks joined by a tcp group; with `out` >= 0 they run the ringgrad side of
 // --baseline mpi and write to it, else run_rank. Returns false when a rank failed.
 bool run_tcp(const Config& c, int out = -1) {
-  std::fflush(stdout);  // else the children would print what is buffered again
-  auto server = std::make_shared<TcpStore>("127.0.0.1", 0, true);
-  const int port = server->port();
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < c.nproc; ++rank) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false);
-        auto pg = make_tcp_group(store, rank, c.nproc);
-        if (out >= 0)
-          run_rank_vs_mpi(*pg, c, out);
-        else
-          run_rank(*pg, c, "tcp (shared memory within the host)");
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
-        code = 1;
-      }
-      std::fflush(stdout);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  bool ok = true;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  return ok;
+  return bench::run_forked_tcp_ranks(c.nproc, "allreduce", nullptr, [&](ProcessGroup& pg) {
+    if (out >= 0)
+      run_rank_vs_mpi(pg, c, out);
+    else
+      run_rank(pg, c, "tcp (shared memory within the host)");
+  });
 }
 
 // One measurement of either side: barrier (bytes 0) or all-reduce of `bytes`.

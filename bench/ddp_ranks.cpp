@@ -3,7 +3,6 @@
 #include "bench/ddp_ranks.h"
 
 #include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "bench/tcp_ranks.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
@@ -101,45 +101,19 @@ DdpResult on_threads(const DdpSetup& setup) {
   return result;
 }
 
-// The body of forked rank `rank`: joins the group, trains, rank 0 writes its result to `out`.
-[[noreturn]] void run_child(int rank, int port, int out, const DdpSetup& setup) {
-  int code = 0;
-  try {
-    pin_rank(rank);  // before the group: its communication thread inherits the core
-    auto store = std::make_shared<dist::TcpStore>("127.0.0.1", port, false);
-    auto group = dist::make_tcp_group(store, rank, kWorld);
-    DdpResult mine = train(*group, setup);
-    if (rank == 0 && write(out, &mine, sizeof mine) != sizeof mine) code = 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddp: rank %d: %s\n", rank, e.what());
-    code = 1;
-  }
-  std::fflush(stderr);
-  _exit(code);
-}
-
 DdpResult on_processes(const DdpSetup& setup) {
-  std::fflush(stdout);  // else the children would print what is buffered again
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  auto server = std::make_shared<dist::TcpStore>("127.0.0.1", 0, true);
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < kWorld; ++rank) {
-    pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) run_child(rank, server->port(), fds[1], setup);
-    pids.push_back(pid);
-  }
+  // pinned before the group: its communication thread inherits the core
+  bool ok = run_forked_tcp_ranks(kWorld, "ddp", pin_rank, [&](dist::ProcessGroup& group) {
+    DdpResult mine = train(group, setup);
+    if (group.rank() == 0 && write(fds[1], &mine, sizeof mine) != sizeof mine)
+      throw std::runtime_error("cannot write the result");
+  });
   close(fds[1]);
   DdpResult result;
-  const bool got = read(fds[0], &result, sizeof result) == sizeof result;
+  ok = read(fds[0], &result, sizeof result) == sizeof result && ok;
   close(fds[0]);
-  bool ok = got;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
   if (!ok) throw std::runtime_error("a tcp rank failed (see above)");
   return result;
 }

@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "core/memory_accounting.h"
 
 namespace rg {
 
@@ -20,7 +21,8 @@ Node::Node(std::string name) : name_(std::move(name)), sequence_nr_(g_next_seque
 
 std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
   RG_CHECK(fn_ != nullptr, "backward: trying to backward through the graph a second time (node '",
-           name(), "'): its saved tensors were freed after the first backward. Pass "
+           name(),
+           "'): its saved tensors were freed after the first backward. Pass "
            "retain_graph=true to the first backward if you need to call it twice.");
   return fn_(grad_output);
 }
@@ -49,6 +51,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     } else {
       math.add_into(meta.grad, grad);  // in place: a .grad that views a bucket stays a view
     }
+    tag_memory(*meta.grad.storage(), MemoryCategory::gradients);
   }
   for (auto& hook : meta.post_accumulate_hooks) hook(leaf);
   return {};
@@ -57,6 +60,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
 SavedTensor::SavedTensor(const Tensor& t, const char* op) : op_(op) {
   if (!t.defined()) return;
   tensor_ = t.detach();
+  tag_memory(*t.storage(), MemoryCategory::activations);
   version_ = t.version();
 }
 

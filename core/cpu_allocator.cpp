@@ -136,6 +136,7 @@ void register_cpu_device() {  // called by register_builtin_backends (kernels/bu
   DeviceInterface d;
   d.allocate = [](size_t n, int) { return cpu_allocator().allocate(n); };
   d.deallocate = [](void* p, size_t n, int) { cpu_allocator().deallocate(p, n); };
+  d.block_bytes = [](size_t n) { return size_class(std::max<size_t>(n, 1)).bytes; };
   d.copy = cpu_copy;
   d.synchronize = [](int) {};
   d.stats = [](int) {

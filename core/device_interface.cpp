@@ -88,8 +88,10 @@ std::shared_ptr<Storage> allocate_storage(size_t nbytes, Device device) {
   auto dealloc = d.deallocate;
   int index = device.index;
   try {
-    return std::make_shared<Storage>(
+    auto storage = std::make_shared<Storage>(
         p, nbytes, device, [dealloc, index](void* ptr, size_t n) { dealloc(ptr, n, index); });
+    account_allocation(*storage, d.block_bytes ? d.block_bytes(nbytes) : nbytes);
+    return storage;
   } catch (...) {  // out of memory for the bookkeeping: give the block back
     dealloc(p, nbytes, index);
     throw;
@@ -102,7 +104,9 @@ std::shared_ptr<Storage> borrow_storage(void* data, size_t nbytes, Device device
 
 AllocatorStats memory_stats(Device device) {
   const auto& d = device_interface(device.type);
-  return d.stats ? d.stats(device.index) : AllocatorStats{};
+  AllocatorStats stats = d.stats ? d.stats(device.index) : AllocatorStats{};
+  stats.categories = memory_category_stats(device);
+  return stats;
 }
 void empty_cache(Device device) {
   const auto& d = device_interface(device.type);

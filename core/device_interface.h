@@ -8,19 +8,23 @@
 #include <cstdint>
 
 #include "core/device.h"
+#include "core/memory_accounting.h"
 
 namespace rg {
 
 struct AllocatorStats {
-  size_t allocated = 0;        // bytes handed out and not yet freed
-  size_t reserved = 0;         // bytes held from the system (allocated + cached)
-  size_t peak_allocated = 0;   // high-water mark of `allocated`
-  uint64_t system_allocs = 0;  // calls to the system allocator (malloc/cudaMalloc)
+  size_t allocated = 0;            // bytes handed out and not yet freed
+  size_t reserved = 0;             // bytes held from the system (allocated + cached)
+  size_t peak_allocated = 0;       // high-water mark of `allocated`
+  uint64_t system_allocs = 0;      // calls to the system allocator (malloc/cudaMalloc)
+  MemoryCategoryStats categories;  // `allocated` split by what it holds, with phase peaks
 };
 
 struct DeviceInterface {
   void* (*allocate)(size_t nbytes, int index) = nullptr;
   void (*deallocate)(void* ptr, size_t nbytes, int index) = nullptr;
+  // The bytes `allocate(nbytes)` adds to the stats' `allocated` (its rounded block size).
+  size_t (*block_bytes)(size_t nbytes) = nullptr;
   // Copies between this device and the host, or within this device. Ordered with the
   // device's compute stream; returns once the data is at dst (synchronous semantics).
   void (*copy)(void* dst, Device dst_device, const void* src, Device src_device,
@@ -44,6 +48,7 @@ void load_backends();
 const DeviceInterface& device_interface(DeviceType type);
 bool device_available(DeviceType type);
 
+// The allocator's counters and, in `categories`, the same bytes by what they hold.
 AllocatorStats memory_stats(Device device);
 void empty_cache(Device device);
 void synchronize(Device device);

@@ -8,8 +8,12 @@
 #include <memory>
 
 #include "core/device.h"
+#include "core/memory_category.h"
 
 namespace rg {
+
+struct Storage;
+void account_release(const Storage& storage) noexcept;  // core/memory_accounting.h
 
 struct Storage {
   void* data = nullptr;
@@ -17,12 +21,17 @@ struct Storage {
   Device device;
   std::function<void(void*, size_t)> release;  // empty for borrowed memory
   std::atomic<uint64_t> version{0};
+  // The memory report's view (core/memory_accounting.h): bytes the allocator charged for
+  // this block (0 for borrowed memory) and what the block holds. Guarded by its mutex.
+  size_t charged_bytes = 0;
+  MemoryCategory memory_category = MemoryCategory::other;
 
   Storage(void* d, size_t n, Device dev, std::function<void(void*, size_t)> r)
       : data(d), nbytes(n), device(dev), release(std::move(r)) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   ~Storage() {
+    if (charged_bytes) account_release(*this);
     if (release) release(data, nbytes);
   }
 };

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/memory_accounting.h"
 #include "dist/buffer_math.h"
 #include "kernels/builtin.h"
 
@@ -106,6 +107,7 @@ void BucketTransport::assign(const std::vector<Tensor>& members,
     }
     const Tensor& first = members[in_bucket.front()];
     bucket.buffer = empty({total}, first.dtype(), first.device());
+    tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
     if (total) RG_KERNEL(first.device(), fill)(bucket.buffer, 0.0);
     bucket.members = in_bucket;
     bucket.pending = in_bucket.size();

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "core/memory_accounting.h"
 
 namespace rg::nn {
 namespace {
@@ -36,6 +37,7 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
   check_name(type_name_, "parameter", name);
   RG_CHECK(tensor.defined(), type_name_, ": parameter '", name, "' is undefined");
   if (requires_grad && !tensor.requires_grad()) tensor.requires_grad_(true);
+  tag_memory(*tensor.storage(), MemoryCategory::parameters);
   for (auto& e : parameters_)
     if (e.name == name) return e.tensor = tensor;
   parameters_.push_back({name, tensor, true});
@@ -44,6 +46,7 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
 
 Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   check_name(type_name_, "buffer", name);
+  if (tensor.defined()) tag_memory(*tensor.storage(), MemoryCategory::buffers);
   for (auto& e : buffers_)
     if (e.name == name) {
       e.persistent = persistent;

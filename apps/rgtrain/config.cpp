@@ -35,6 +35,10 @@ void add_model_flags(CLI::App& app, Args& a) {
                "GPT: keep only each block's input between forward and backward and recompute "
                "the block in backward (torch.utils.checkpoint per block): less memory, about "
                "one more forward of compute, the same result");
+  app.add_flag("--memory-report", a.memory_report,
+               "after the first step, print the peak memory of each category (parameters, "
+               "gradients, optimizer state, buckets, activations saved for backward, other) in "
+               "each phase (forward, backward, optimizer step); rank 0's process");
   app.add_option("--init", a.init, "start from the weights in this safetensors file");
   app.add_option("--data", a.data,
                  "train on a text file (.txt) or llm.c tokens (.bin) "

@@ -32,6 +32,7 @@ struct Args {
   bool reset_optimizer = false, allow_nonfinite = false;
   bool tf32 = false;                    // TF32 tensor cores in f32 matmuls on cuda
   bool checkpoint_activations = false;  // GPT: recompute each block in backward
+  bool memory_report = false;           // print peak memory by category after the first step
   double max_model_memory_gib = 0;      // 0: 3/4 of this machine's memory
   std::string trace, checkpoint, init, metrics, data;
   int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;

@@ -26,7 +26,8 @@ void MetricsWriter::write(const StepReport& r) {
                               {"ms", r.seconds * 1e3},
                               {"tokens_per_s", r.tokens / r.seconds},
                               {"comm_ms", r.comm_seconds * 1e3},
-                              {"hidden_ms", r.hidden_seconds * 1e3}};
+                              {"hidden_ms", r.hidden_seconds * 1e3},
+                              {"peak_mib", r.peak_bytes / 1048576.0}};
   if (r.held_out_accuracy) j["held_out_acc"] = *r.held_out_accuracy;
   out_ << j.dump() << "\n" << std::flush;
 }
@@ -38,7 +39,8 @@ void print_progress(const StepReport& r, int64_t print_every, bool tty) {
                      fmt("%.0f", r.tokens / r.seconds) + " tok/s | " +
                      fmt("%.1f", r.seconds * 1e3) + " ms/step | comm " + fmt("%.1f", comm * 1e3) +
                      " ms (" + fmt("%.0f", comm > 0 ? 100 * r.hidden_seconds / comm : 0) +
-                     "% hidden) | ETA " + hms(r.eta_seconds);
+                     "% hidden) | peak " + fmt("%.1f", r.peak_bytes / 1048576.0) + " MiB | ETA " +
+                     hms(r.eta_seconds);
   const bool acc = r.held_out_accuracy.has_value();
   if (acc) line += " | held-out acc " + fmt("%.3f", *r.held_out_accuracy);
   const bool last = r.step == r.steps;

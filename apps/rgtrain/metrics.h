@@ -11,6 +11,7 @@ struct StepReport {
   int64_t step = 0, steps = 0;  // step just done (1-based), of steps
   double loss = 0, lr = 0, grad_norm = 0, seconds = 0, tokens = 0;
   double comm_seconds = 0, hidden_seconds = 0, eta_seconds = 0;
+  size_t peak_bytes = 0;  // the device allocator's high-water mark so far
   std::optional<double> held_out_accuracy;
 };
 

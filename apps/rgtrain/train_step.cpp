@@ -47,6 +47,14 @@ class GlobalLoss {
   std::shared_ptr<rg::dist::Work> work_;
 };
 
+// Runs `work` as one phase of the memory report, when there is one.
+template <typename Work>
+void in_phase(MemoryReport* memory, StepPhase phase, Work&& work) {
+  if (memory) memory->begin();
+  work();
+  if (memory) memory->end(phase);
+}
+
 }  // namespace
 
 StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
@@ -62,20 +70,24 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
     const bool last = k + 1 == micro_batches.size();
     auto guard = (c.ddp && !last) ? c.ddp->no_sync() : rg::nn::NoSyncGuard();
     if (c.ddp) c.ddp->pre_forward();
-    rg::Tensor loss = micro_batch_loss(c, micro_batches[k], denom);
-    loss.backward();
+    rg::Tensor loss;
+    in_phase(c.memory, StepPhase::forward,
+             [&] { loss = micro_batch_loss(c, micro_batches[k], denom); });
+    in_phase(c.memory, StepPhase::backward, [&] { loss.backward(); });
     r.loss += loss.item();
     if (c.trace)
       c.trace->span(c.rank, "compute", "forward+backward " + std::to_string(k), start,
                     Clock::now());
   }
   const auto opt_start = Clock::now();
-  GlobalLoss global(c.group, r.loss);
-  r.grad_norm =
-      c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
-  r.loss = global.wait();
-  r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
-  if (!r.skipped) c.opt.step();
+  in_phase(c.memory, StepPhase::optimizer, [&] {
+    GlobalLoss global(c.group, r.loss);
+    r.grad_norm =
+        c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+    r.loss = global.wait();
+    r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
+    if (!r.skipped) c.opt.step();
+  });
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/rgtrain/memory_report.h"
 #include "data/dataset.h"
 #include "dist/process_group.h"
 #include "dist/trace.h"
@@ -31,6 +32,7 @@ struct StepContext {
   int rank = 0;
   bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite
   rg::dist::ProcessGroup* group = nullptr;  // averages the printed loss over the ranks
+  MemoryReport* memory = nullptr;           // when set, the step's phases are measured into it
 };
 
 struct StepResult {

@@ -66,8 +66,11 @@ TrainSummary train(RunState& s) {
               << std::flush;
   check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
   TrainSummary sum;
+  MemoryReport memory(s.device);
   for (int64_t step = s.start_step; step < a.steps; ++step) {
+    c.memory = a.memory_report && step == s.start_step ? &memory : nullptr;
     const StepResult r = run_step(s, c, step);
+    if (c.memory && s.lead) std::cout << memory.table() << std::flush;
     const int64_t done = step + 1;
     // A parameter scan only when the cheap signs (loss, gradient norm) are bad.
     if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
@@ -83,6 +86,7 @@ TrainSummary train(RunState& s) {
     rep.grad_norm = r.grad_norm;
     rep.seconds = r.seconds;
     rep.tokens = double(a.global_batch * s.data.train->context_length());
+    rep.peak_bytes = rg::memory_stats(s.device).peak_allocated;
     if (s.ddp) {
       rep.comm_seconds = s.ddp->reducer().stats().comm_seconds;
       rep.hidden_seconds = s.ddp->reducer().stats().hidden_seconds;

@@ -128,6 +128,8 @@ void* cublas_handle(int index, void* stream) {
   // and is held as long as the handle (the process).
   constexpr size_t kWorkspace = size_t(32) << 20;
   void* workspace = s.allocator->allocate(kWorkspace, stream);
+  account_process_block(Device(DeviceType::cuda, index),
+                        gpu::CachingAllocator::size_class(kWorkspace));
   CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kWorkspace));
   s.blas[stream] = {handle, workspace};
   return handle;
@@ -177,6 +179,7 @@ void register_cuda_device() {
                                      gpu::current_stream(Device(DeviceType::cuda, index)).handle);
   };
   d.deallocate = [](void* p, size_t, int index) { allocator(index).deallocate(p); };
+  d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = copy;
   d.synchronize = [](int index) {
     set_device(index);

@@ -65,6 +65,7 @@ void register_sim_device() {
     check::on_free(p);
     allocator(index).deallocate(p);
   };
+  d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = [](void* dst, Device, const void* src, Device, size_t n) {
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);

@@ -36,6 +36,7 @@ void AdamW::step() {
     if (!s.exp_avg.defined()) {
       s.exp_avg = zeros_like(p);
       s.exp_avg_sq = zeros_like(p);
+      tag_optimizer_state({s.exp_avg, s.exp_avg_sq});
     }
     ++s.step;
     Tensor g = contiguous(grad.detach().to(p.device(), p.dtype()));
@@ -72,6 +73,7 @@ void AdamW::load_state_dict(const nn::StateDict& dict) {
     state_[i].step = static_cast<int64_t>(state_entry(dict, i, "step").item());
     state_[i].exp_avg = load("exp_avg");
     state_[i].exp_avg_sq = load("exp_avg_sq");
+    tag_optimizer_state({state_[i].exp_avg, state_[i].exp_avg_sq});
   }
 }
 

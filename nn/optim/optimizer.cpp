@@ -4,6 +4,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "core/memory_accounting.h"
 
 namespace rg::optim {
 
@@ -40,6 +41,10 @@ const Tensor& Optimizer::state_entry(const nn::StateDict& dict, size_t index,
   const Tensor* t = dict.find(key);
   RG_CHECK(t != nullptr, name_, ".load_state_dict: missing key '", key, "'");
   return *t;
+}
+
+void Optimizer::tag_optimizer_state(std::initializer_list<Tensor> state) {
+  for (const Tensor& t : state) tag_memory(*t.storage(), MemoryCategory::optimizer_state);
 }
 
 }  // namespace rg::optim

@@ -4,6 +4,7 @@
 // State is keyed by the parameter's position in the flattened group order, and exported
 // as a StateDict: "state.{i}.<name>" per parameter (step counts as int64 scalars).
 #pragma once
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -43,6 +44,8 @@ class Optimizer {
         ++index;
       }
   }
+  // Counts these tensors' memory as optimizer state in the memory report.
+  static void tag_optimizer_state(std::initializer_list<Tensor> state);
   const Tensor& state_entry(const nn::StateDict& dict, size_t index, const char* name) const;
   std::vector<ParamGroup> groups_;
   double lr_;

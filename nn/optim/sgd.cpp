@@ -29,6 +29,7 @@ void SGD::step() {
                          Tensor& buf = buffers_[i];
                          if (!buf.defined()) {
                            buf = clone(g);
+                           tag_optimizer_state({buf});
                          } else {
                            buf.mul_(options.momentum).add_(g, 1.0 - options.dampening);
                          }
@@ -56,6 +57,7 @@ void SGD::load_state_dict(const nn::StateDict& dict) {
              " has shape ", shape_str(t->shape()), ", parameter has ",
              shape_str(params[i].shape()));
     buffers_[i] = clone(t->detach().to(params[i].device(), params[i].dtype()));
+    tag_optimizer_state({buffers_[i]});
   }
 }
 

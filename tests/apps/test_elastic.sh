@@ -144,6 +144,12 @@ expect "always failing: RG_RESTART_COUNT 0, 1, 2" \
 expect "always failing: a new job token per attempt, the same on every rank" \
   eval '[ "$(grep -o "token=[0-9a-f]*" "$OUT" | sort | uniq -c | grep -c " 2 token=")" = 3 ]'
 
+start_job given env RG_JOB_TOKEN=given "$RGRUN" --nproc-per-node 1 --max-restarts 1 -- sh -c \
+  'echo "token=$RG_JOB_TOKEN"; exit 3'
+finish_job
+expect "a given RG_JOB_TOKEN: attempt 1 gets it with -restart-1 appended" \
+  eval '[ "$RC" = 3 ] && has "$OUT" "[rank 0] token=given" && has "$OUT" "[rank 0] token=given-restart-1"'
+
 # ---- SIGTERM to rgrun stops the job and never restarts it
 start_job term "$RGRUN" --nproc-per-node 2 --max-restarts 2 -- "$RGTRAIN" \
   "${TINY[@]}" --steps 100000 --checkpoint "$TMP/term" --resume auto

@@ -1,7 +1,7 @@
 // rgrun: starts the ranks of a data-parallel job on this node, like torchrun.
 //
 //   rgrun --nproc-per-node N [--nnodes M --node-rank I --master-addr A --master-port P
-//         --rdzv-id ID] [--quiet-others] [--grace S] -- PROGRAM ARGS...
+//         --rdzv-id ID] [--quiet-others] [--grace S] [--max-restarts N] -- PROGRAM ARGS...
 //
 // Each rank runs PROGRAM with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT and RG_JOB_TOKEN set (see dist/init.h). The job token proves to the store and
@@ -12,6 +12,13 @@
 // rank whose failure came first by cause (see blame()): a rank killed by a signal, or one
 // that was stopped (SIGSTOP) while the others waited for it, before the ranks that merely
 // reported the loss. Without --master-port a single-node job picks a free port.
+//
+// With --max-restarts N (torchrun's flag), a failed job starts again, up to N times: after
+// every rank of the failed attempt has ended and a short pause, with a new port (unless
+// --master-port fixes it) and a new job token, so nothing left of the failed attempt can join
+// the new one. RG_RESTART_COUNT tells the ranks which attempt they are (0: the first). A
+// program that resumes from its last checkpoint (rgtrain --resume auto) then carries on where
+// the failure stopped it. SIGTERM or SIGINT to rgrun stops the job without a restart.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -45,6 +52,7 @@ struct Args {
   std::string rdzv_id;
   bool quiet_others = false;
   double grace_seconds = 5;
+  int max_restarts = 0;
   std::vector<char*> program;
 };
 
@@ -71,6 +79,11 @@ void add_flags(CLI::App& app, Args& a) {
   app.add_option("--grace", a.grace_seconds,
                  "seconds between SIGTERM and SIGKILL when the ranks are stopped")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-restarts,--max_restarts", a.max_restarts,
+                 "start the whole job again up to N times when a rank fails, with a new store "
+                 "and job token; the ranks see RG_RESTART_COUNT (0 on the first attempt). "
+                 "SIGTERM/SIGINT to rgrun never restarts")
+      ->check(CLI::Range(0, 1000000));
 }
 
 // Flags before "--", the program after it.
@@ -103,12 +116,14 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// RG_JOB_TOKEN for the ranks: the caller's, else one derived from --rdzv-id, else (one node
-// only) a random one.
-std::string job_token(const Args& a) {
-  const char* given = std::getenv("RG_JOB_TOKEN");
-  if (given && *given) return given;
-  if (!a.rdzv_id.empty()) return "rdzv-" + a.rdzv_id;
+// RG_JOB_TOKEN for the ranks of attempt `restart` (0: the first): the caller's (`given`), else
+// one derived from --rdzv-id, else (one node only) a random one. A restart gets a new token: a
+// new random one, or the given or derived one with "-restart-N" appended, which every node
+// that restarts as often derives alike.
+std::string job_token(const Args& a, const std::string& given, int restart) {
+  const std::string suffix = restart > 0 ? "-restart-" + std::to_string(restart) : "";
+  if (!given.empty()) return given + suffix;
+  if (!a.rdzv_id.empty()) return "rdzv-" + a.rdzv_id + suffix;
   if (a.nnodes > 1)
     usage_error(
         "a multi-node job needs --rdzv-id ID or RG_JOB_TOKEN, the same on every node "
@@ -462,17 +477,20 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
   return {cause, describe_end(cause->status), code};
 }
 
-}  // namespace
+// How one attempt at the job ended.
+struct Outcome {
+  bool failed = false;
+  int rank = -1;    // the rank blame() names
+  std::string why;  // how it ended, as a sentence fragment
+  int exit_code = 0;
+};
 
-int main(int argc, char** argv) {
-  Args a = parse(argc, argv);
-  setenv("RG_JOB_TOKEN", job_token(a).c_str(), 1);
+// Starts this node's ranks once and supervises them until every one has ended.
+Outcome run_attempt(const Args& a, const std::string& token, int restart) {
+  setenv("RG_JOB_TOKEN", token.c_str(), 1);
+  setenv("RG_RESTART_COUNT", std::to_string(restart).c_str(), 1);
   const int port = a.master_port ? a.master_port : free_port();
   const int world_size = a.nnodes * a.nproc_per_node;
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  signal(SIGPIPE, SIG_IGN);
-
   std::vector<Rank> ranks(a.nproc_per_node);
   for (int local = 0; local < a.nproc_per_node; ++local) {
     ranks[local].rank = a.node_rank * a.nproc_per_node + local;
@@ -480,13 +498,41 @@ int main(int argc, char** argv) {
   }
   Supervisor supervisor(a, ranks);
   supervisor.run();
+  if (!supervisor.failed()) return {};
+  const Blame b = blame(ranks, supervisor.stopped_at_failure());
+  return {true, b.rank->rank, b.why, b.exit_code};
+}
 
-  if (supervisor.failed()) {
-    const Blame b = blame(ranks, supervisor.stopped_at_failure());
-    std::fprintf(stderr, "rgrun: rank %d %s; the other ranks were stopped\n", b.rank->rank,
-                 b.why.c_str());
-    return b.exit_code;
+// Waits `seconds` before a restart, or less when SIGTERM or SIGINT comes.
+void pause_before_restart(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!g_signal && std::chrono::steady_clock::now() < until) usleep(20000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parse(argc, argv);
+  const char* given = std::getenv("RG_JOB_TOKEN");
+  const std::string callers_token = given ? given : "";
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+  for (int restart = 0;; ++restart) {
+    const Outcome o = run_attempt(a, job_token(a, callers_token, restart), restart);
+    if (!o.failed) return g_signal ? 128 + g_signal : 0;
+    if (g_signal || restart == a.max_restarts) {
+      const std::string used = a.max_restarts > 0
+                                   ? "; no restart left (" + std::to_string(restart) + " of " +
+                                         std::to_string(a.max_restarts) + " used)"
+                                   : "";
+      std::fprintf(stderr, "rgrun: rank %d %s; the other ranks were stopped%s\n", o.rank,
+                   o.why.c_str(), used.c_str());
+      return o.exit_code;
+    }
+    std::fprintf(stderr, "rgrun: rank %d failed (%s); restart %d of %d\n", o.rank, o.why.c_str(),
+                 restart + 1, a.max_restarts);
+    pause_before_restart(1.0);
+    if (g_signal) return 128 + g_signal;
   }
-  if (g_signal) return 128 + g_signal;
-  return 0;
 }

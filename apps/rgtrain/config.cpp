@@ -103,7 +103,11 @@ void add_output_flags(CLI::App& app, Args& a) {
   app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (ckpt.safetensors)");
   app.add_option("--checkpoint-every", a.checkpoint_every, "save every N steps (0: at the end)")
       ->check(non_negative);
-  app.add_flag("--resume", a.resume, "continue from --checkpoint");
+  app.add_flag("--resume{always}", a.resume,
+               "continue from the checkpoint in --checkpoint DIR. --resume (or --resume always): "
+               "it must exist; --resume auto: continue from it when it exists, else start fresh "
+               "(saying so), as a job that rgrun --max-restarts starts again needs")
+      ->expected(0, 1);
   app.add_flag("--reset-optimizer", a.reset_optimizer,
                "allow --resume from a checkpoint without optimizer state (fresh moments)");
   app.add_option("--stop-after", a.stop_after,
@@ -120,12 +124,21 @@ void add_output_flags(CLI::App& app, Args& a) {
       ->configurable(false);
 }
 
+// --resume's value; "true" and "false" are what --save-config files hold for it.
+std::string resume_mode(const std::string& given) {
+  if (given == "false" || given.empty()) return "";
+  if (given == "true" || given == "always") return "always";
+  if (given == "auto") return "auto";
+  fail("--resume: '", given, "' is not a mode (always or auto; --resume alone means always)");
+}
+
 void check_together(const Args& a) {
   if (a.width % a.heads != 0)
     fail("--width (", a.width, ") must be a multiple of --heads (", a.heads, ")");
-  if (a.resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
-  if (a.resume && !a.init.empty()) fail("--resume and --init are exclusive");
-  if (a.reset_optimizer && !a.resume) fail("--reset-optimizer needs --resume");
+  const bool resume = !a.resume.empty();
+  if (resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
+  if (resume && !a.init.empty()) fail("--resume and --init are exclusive");
+  if (a.reset_optimizer && !resume) fail("--reset-optimizer needs --resume");
   if (a.beta1 >= 1 || a.beta2 >= 1)
     fail("--beta1 (", a.beta1, ") and --beta2 (", a.beta2, ") must be below 1");
   try {
@@ -160,6 +173,7 @@ Args parse_args(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fail(e.what(), " (see --help)");
   }
+  a.resume = resume_mode(a.resume);
   check_together(a);
   if (!save_config.empty()) {
     std::ofstream out(save_config);

@@ -28,7 +28,10 @@ struct Args {
   uint64_t seed = 1337;
   int64_t eval_every = 250;
   double bucket_cap_mb = 25;
-  bool no_overlap = false, grad_view = false, resume = false, verify = false;
+  bool no_overlap = false, grad_view = false, verify = false;
+  // --resume: "" (off), "always" (the checkpoint must exist) or "auto" (resume when one
+  // exists, else start fresh: for rgrun --max-restarts).
+  std::string resume;
   bool reset_optimizer = false, allow_nonfinite = false;
   bool tf32 = false;                    // TF32 tensor cores in f32 matmuls on cuda
   bool checkpoint_activations = false;  // GPT: recompute each block in backward

@@ -7,6 +7,7 @@
 #include "apps/rgtrain/agreement.h"
 #include "apps/rgtrain/checkpoint.h"
 #include "apps/rgtrain/model.h"
+#include "apps/rgtrain/resume.h"
 #include "apps/rgtrain/run_state.h"
 #include "apps/rgtrain/util.h"
 #include "core/parallel.h"
@@ -91,8 +92,7 @@ void build_model(RunState& s) {
   if (!a.init.empty()) load_into(*s.model, load_checked(a.init, "--init"), a.init);
   s.opt = make_optimizer(a, *s.model);
   if (s.lead && !s.ckpt_path.empty()) remove_stale_checkpoint_temps(s.ckpt_path);
-  if (a.resume)
-    s.start_step = resume_from_checkpoint(s.ckpt_path, a, s.config, *s.model, *s.opt, s.device);
+  s.start_step = resume_if_asked(s);
 }
 
 void wrap_ddp(RunState& s) {

@@ -149,8 +149,9 @@ TEST_CASE("rgrun --help describes every flag with its default") {
   Run run = run_command({path_of("RGRUN"), "--help"}, std::chrono::seconds(10));
   INFO(run.output);
   CHECK(run.exit_code == 0);
-  for (const char* flag : {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr",
-                           "--master-port", "--rdzv-id", "--quiet-others", "--grace"})
+  for (const char* flag :
+       {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port",
+        "--rdzv-id", "--quiet-others", "--grace", "--max-restarts"})
     CHECK(contains(run.output, flag));
   CHECK(contains(run.output, "=5"));  // --grace's default
 }

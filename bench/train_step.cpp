@@ -186,6 +186,22 @@ void time_checkpointing(nn::GPT& model, const Tensor& x, const Tensor& y, int st
       1e3 * median(plain), 1e3 * median(ckpt), 100 * (median(ratio) - 1));
 }
 
+// The memory report's activations (tensors saved for backward) at their peak, the end of
+// forward, per token of the batch: plain, and with each block checkpointed.
+void print_activation_bytes(nn::GPT& model, const Tensor& x, const Tensor& y) {
+  auto saved_at_end_of_forward = [&](bool checkpointed) {
+    model.checkpoint_activations = checkpointed;
+    const size_t before = memory_stats(kCPU).categories.at(MemoryCategory::activations);
+    Tensor loss = model.forward(x, y).second;
+    return memory_stats(kCPU).categories.at(MemoryCategory::activations) - before;
+  };
+  const double tokens = double(x.numel());
+  const size_t plain = saved_at_end_of_forward(false), ckpt = saved_at_end_of_forward(true);
+  model.checkpoint_activations = false;
+  std::printf("activations saved for backward: %.0f bytes/token plain, %.0f checkpointed\n",
+              plain / tokens, ckpt / tokens);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,6 +225,7 @@ int main(int argc, char** argv) {
       (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
       (long long)T, (long long)model->num_parameters(), get_num_threads());
   time_full_step(*model, opt, x, y, flags.steps);
+  print_activation_bytes(*model, x, y);
   if (flags.step_only == 1) return 0;
   time_accumulation(*model, x, y, flags.steps);
   time_checkpointing(*model, x, y, flags.steps);

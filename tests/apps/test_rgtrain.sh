@@ -224,6 +224,33 @@ PY
 then ok "the printed and --metrics loss is the global mean (world 1 == world 2)"
 else bad "loss differs between world 1 and 2: $(cat "$TMP/w2.out")"; fi
 
+# --memory-report: after step 1, a table of every category in each phase. One process: the
+# optimizer state appears in the optimizer phase (AdamW's moments: 2x the parameters) and no
+# buckets; 2 ranks: DDP's buckets appear. The live line carries the peak.
+"$RGTRAIN" "${TINY[@]}" --steps 2 --print-every 1 --memory-report >"$TMP/mem1.out" 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 2 --memory-report \
+  >"$TMP/mem2.out" 2>&1
+if python3 - "$TMP/mem1.out" "$TMP/mem2.out" <<'PY'
+import re, sys
+def table(path):
+    rows = {}
+    for line in open(path):
+        m = re.match(r"^(?:\[rank 0\] )?(parameters|buffers|gradients|optimizer state|buckets|"
+                     r"activations|other|total \(peak\))\s+(\S+)\s+(\S+)\s+(\S+)$", line.rstrip())
+        if m: rows[m.group(1)] = [float(x) for x in m.groups()[1:]]
+    return rows
+one, two = table(sys.argv[1]), table(sys.argv[2])
+ok = len(one) == 8 and len(two) == 8
+ok = ok and one["parameters"][0] > 0 and one["activations"][0] > 0 and one["buckets"] == [0, 0, 0]
+ok = ok and abs(one["optimizer state"][2] - 2 * one["parameters"][2]) <= 0.02
+ok = ok and one["gradients"][1] > 0 and two["buckets"][1] > 0
+ok = ok and re.search(r"\| peak \d+\.\d MiB \|", open(sys.argv[1]).read()) is not None
+print(one, "\n", two)
+sys.exit(0 if ok else 1)
+PY
+then ok "--memory-report: every category per phase; buckets only under DDP; peak on the live line"
+else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
+
 # A rank started by hand without the others prints its error (not only rank 0 does).
 RANK=1 WORLD_SIZE=2 MASTER_PORT=1 RG_DIST_TIMEOUT=1 "$RGTRAIN" "${TINY[@]}" --steps 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?

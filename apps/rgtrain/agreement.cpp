@@ -58,6 +58,7 @@ Settings shared_settings(const Args& a, int64_t world) {
           {"--steps", str(a.steps)},
           {"--global-batch", str(a.global_batch)},
           {"--micro-batch", str(a.micro_batch)},
+          {"--memory-budget", a.memory_budget},
           {"--optimizer", a.optimizer},
           {"--lr", fmt("%.17g", a.lr)},
           {"--warmup", str(a.warmup)},

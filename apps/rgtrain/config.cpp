@@ -72,6 +72,10 @@ void add_training_flags(CLI::App& app, Args& a) {
       ->check(positive);
   app.add_option("--micro-batch", a.micro_batch, "examples per forward/backward on one rank")
       ->check(positive);
+  app.add_option("--memory-budget", a.memory_budget,
+                 "pick the largest micro-batch whose step fits this much memory per rank (e.g. "
+                 "2GiB, 512MiB), measured by dry runs, and the accumulation that keeps "
+                 "--global-batch (replaces --micro-batch; the same result as that --micro-batch)");
   app.add_option("--steps", a.steps, "optimizer steps")->check(positive);
   app.add_option("--warmup", a.warmup, "linear learning-rate warm-up steps")->check(non_negative);
   app.add_option("--lr", a.lr, "peak learning rate (cosine decay to lr/10)")

@@ -19,6 +19,7 @@ struct Args {
   int64_t layers = 2, heads = 4, width = 64, context = 0, vocab = 0, digits = 2;
   std::string device = "cpu";
   int64_t global_batch = 64, micro_batch = 8, steps = 1200, warmup = 100;
+  std::string memory_budget;  // empty: --micro-batch as given
   double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
   // AdamW's betas and eps: PyTorch's defaults, but beta2 0.99 as nanoGPT's small
   // (shakespeare_char) configs; nanoGPT's GPT-2 runs use 0.95.

@@ -6,6 +6,7 @@
 
 #include "apps/rgtrain/agreement.h"
 #include "apps/rgtrain/checkpoint.h"
+#include "apps/rgtrain/memory_budget.h"
 #include "apps/rgtrain/model.h"
 #include "apps/rgtrain/resume.h"
 #include "apps/rgtrain/run_state.h"
@@ -119,8 +120,17 @@ void build(RunState& s) {
   if (s.group) check_agreement(*s.group, shared_settings(a, s.world));
   s.device = rg::Device(a.device);
   rg::gpu::set_allow_tf32(a.tf32);
-  split_batch(s);
-  load_data(s);
+  if (a.memory_budget.empty()) {
+    split_batch(s);
+    load_data(s);
+  } else {  // the dry runs need the data; the micro-batch then splits the batch as given
+    if (a.global_batch % s.world != 0)
+      fail("--global-batch ", a.global_batch, " is not a multiple of world (", s.world, ")");
+    s.per_rank = a.global_batch / s.world;
+    load_data(s);
+    choose_micro_batch(s);
+    split_batch(s);
+  }
   build_model(s);
   wrap_ddp(s);
 }

@@ -2,10 +2,18 @@
 // keepdim shape (any strides) and in's dtype, int64 for arg ops (flat row-major index in
 // the reduced sub-space; ties -> first index; a NaN beats any number, first NaN wins).
 // Sums accumulate in double (int64 for integers) like the cpu kernels.
-// Kept dims and reduced dims each travel as an OffsetCalc. Two launch shapes:
+// Kept dims and reduced dims each travel as an OffsetCalc. Three launch shapes:
 //   serial: one thread per output loops over the reduction (short or strided reductions);
 //   block:  one block (32..512 threads) per output, threads stride over the reduction and
-//           combine with warp shuffles + shared memory (long contiguous reductions).
+//           combine with warp shuffles + shared memory (long contiguous reductions);
+//   column chunks: a long strided reduction (sum over the rows of a [rows, cols] matrix:
+//           bias gradients, norms) has one thread per output and far too few threads to
+//           fill a GPU, so the rows are split into chunks over blockIdx.y. Each thread
+//           reduces one output over one chunk (a warp reads 32 neighbouring outputs: one
+//           coalesced row segment per step) into partials [chunks, outputs], and a second
+//           kernel combines each output's chunks in order. The split depends on the shape
+//           only, so results are deterministic. Arg ops keep the serial path.
+#include <algorithm>
 #include <limits>
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -121,6 +129,74 @@ __global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1>
   }
 }
 
+// First pass of the column-chunk shape: partials[chunk][o] = the reduction of output o over
+// rows [chunk * rows_per_chunk, +rows_per_chunk).
+template <ReduceOp Op, typename T>
+__global__ void reduce_column_chunks_kernel(int64_t outputs, int64_t r, int64_t rows_per_chunk,
+                                            OffsetCalc<2> kept, OffsetCalc<1> reduced,
+                                            typename Reducer<Op, T>::V* partials, const T* in) {
+  using R = Reducer<Op, T>;
+  int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= outputs) return;
+  int64_t off[2];
+  kept.offsets(o, off);
+  const int64_t begin = int64_t(blockIdx.y) * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk < r ? begin + rows_per_chunk : r;
+  typename R::State s = R::identity();
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t ri;
+    reduced.offsets(i, &ri);
+    s = R::pick(s, R::element(in[off[1] + ri], i));
+  }
+  partials[int64_t(blockIdx.y) * outputs + o] = s.value;
+}
+
+// Second pass: each output combines its chunks in chunk order.
+template <ReduceOp Op, typename T>
+__global__ void reduce_combine_chunks_kernel(int64_t outputs, int64_t chunks, int64_t r,
+                                             OffsetCalc<2> kept,
+                                             const typename Reducer<Op, T>::V* partials,
+                                             typename Reducer<Op, T>::Out* out) {
+  using R = Reducer<Op, T>;
+  int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= outputs) return;
+  int64_t off[2];
+  kept.offsets(o, off);
+  typename R::State s = R::identity();
+  for (int64_t c = 0; c < chunks; ++c) s = R::pick(s, {partials[c * outputs + o], 0});
+  out[off[0]] = R::finish(s, r);
+}
+
+// Chunks for a strided reduction of r rows into `outputs`: enough threads for an H200
+// (132 SMs x 2048), each reducing at least 32 rows; 1 means no split.
+int64_t column_chunks(int64_t outputs, int64_t r) {
+  constexpr int64_t kThreadsWanted = int64_t(1) << 18;
+  constexpr int64_t kMinRowsPerThread = 32;
+  const int64_t chunks = std::min(ceil_div(kThreadsWanted, outputs), r / kMinRowsPerThread);
+  return std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
+}
+
+template <ReduceOp Op, typename T>
+void reduce_by_column_chunks(LaunchConfig cfg, const Tensor& out, int64_t outputs, int64_t r,
+                             int64_t chunks, const OffsetCalc<2>& kept,
+                             const OffsetCalc<1>& reduced, const T* x) {
+  using R = Reducer<Op, T>;
+  using V = typename R::V;
+  const int64_t rows_per_chunk = ceil_div(r, chunks);
+  chunks = ceil_div(r, rows_per_chunk);
+  const int64_t words = ceil_div(chunks * outputs * int64_t(sizeof(V)), int64_t(8));
+  Tensor scratch = empty({words}, DType::i64, out.device());
+  auto* partials = static_cast<V*>(scratch.data_ptr());
+  cfg.block = dim3(128);
+  cfg.uses_sync = false;
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)), static_cast<unsigned>(chunks));
+  launch(reduce_column_chunks_kernel<Op, T>, cfg, outputs, r, rows_per_chunk, kept, reduced,
+         partials, x);
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
+  launch(reduce_combine_chunks_kernel<Op, T>, cfg, outputs, chunks, r, kept,
+         static_cast<const V*>(partials), static_cast<typename R::Out*>(out.data_ptr()));
+}
+
 template <ReduceOp Op, typename T>
 void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t outputs, int64_t r,
                   const OffsetCalc<2>& kept, const OffsetCalc<1>& reduced) {
@@ -128,11 +204,17 @@ void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t
   auto* o = static_cast<Out*>(out.data_ptr());
   auto* x = static_cast<const T*>(in.data_ptr());
   bool contiguous_reduction = reduced.ndim > 0 && reduced.strides[reduced.ndim - 1][0] == 1;
-  bool use_block = (contiguous_reduction && r >= 64) || (outputs < 256 && r >= 64);
+  // A strided reduction into few outputs: a block per output (arg ops up to 256 outputs;
+  // the others from 32 outputs on take the column chunks, which read coalesced).
+  const int64_t few_outputs = Reducer<Op, T>::kArg ? 256 : 32;
+  bool use_block = (contiguous_reduction && r >= 64) || (outputs < few_outputs && r >= 64);
   LaunchConfig cfg;
   cfg.name = name;
   cfg.stream = stream_for(out);
-  if (use_block) {
+  const int64_t chunks = Reducer<Op, T>::kArg || use_block ? 1 : column_chunks(outputs, r);
+  if (chunks > 1) {
+    reduce_by_column_chunks<Op, T>(cfg, out, outputs, r, chunks, kept, reduced, x);
+  } else if (use_block) {
     int64_t threads = 32;
     while (threads < r && threads < 512) threads *= 2;
     cfg.grid = dim3(static_cast<unsigned>(outputs));

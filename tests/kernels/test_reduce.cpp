@@ -59,6 +59,22 @@ GPU_KERNEL_TEST(reduce_long_rows_and_columns) {
   check_reduce(device, ReduceOp::sum, random_tensor({300, 700}, DType::f32, 8), {0});
 }
 
+// Strided reductions into 32 or more outputs split the rows into chunks (two kernels): every
+// op and dtype, chunk counts that do and do not divide the rows, several reduced dims.
+GPU_KERNEL_TEST(reduce_columns_in_chunks) {
+#define RG_OP(name) ReduceOp::name,
+  const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
+#undef RG_OP
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
+    for (ReduceOp op : ops) {
+      if (op == ReduceOp::mean && !is_floating(dtype)) continue;
+      check_reduce(device, op, random_tensor({1025, 40}, dtype, 31), {0});
+      check_reduce(device, op, random_tensor({70, 5, 33}, dtype, 32), {0, 1});
+      check_reduce(device, op, random_strided({97, 3, 36}, dtype, 33), {0});
+    }
+  }
+}
+
 GPU_KERNEL_TEST(reduce_into_a_strided_output) {
   Tensor in = random_tensor({6, 40}, DType::f32, 3);
   Tensor out_base = random_tensor({1, 12}, DType::f32, 4);

@@ -63,6 +63,17 @@ nn::JoinStep plain_step(dist::ProcessGroup& group, int step, int steps, double s
   return out;
 }
 
+}  // namespace
+
+int micro_batches_in_step(const JoinSetup& s, int rank, int step) {
+  int left = s.micro_batches[rank] - step * s.accum;
+  return std::clamp(left, 0, s.accum);
+}
+
+std::pair<Tensor, Tensor> micro_batch_of(const JoinSetup& s, int rank, int m) {
+  return random_batch(s.base, s.base.micro + rank, 7000 + 100 * uint64_t(rank) + uint64_t(m));
+}
+
 std::vector<Tensor> train_join_rank(const JoinSetup& s, dist::ProcessGroup& group) {
   const int rank = group.rank();
   auto model = make_model(s.base, 100 + uint64_t(rank) * 7);  // DDP broadcasts rank 0's
@@ -92,17 +103,6 @@ std::vector<Tensor> train_join_rank(const JoinSetup& s, dist::ProcessGroup& grou
   std::vector<Tensor> params;
   for (auto& p : model->parameters()) params.push_back(p.detach().clone());
   return params;
-}
-
-}  // namespace
-
-int micro_batches_in_step(const JoinSetup& s, int rank, int step) {
-  int left = s.micro_batches[rank] - step * s.accum;
-  return std::clamp(left, 0, s.accum);
-}
-
-std::pair<Tensor, Tensor> micro_batch_of(const JoinSetup& s, int rank, int m) {
-  return random_batch(s.base, s.base.micro + rank, 7000 + 100 * uint64_t(rank) + uint64_t(m));
 }
 
 std::vector<Tensor> train_union_reference(const JoinSetup& s) {

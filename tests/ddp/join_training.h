@@ -22,6 +22,8 @@ int micro_batches_in_step(const JoinSetup& s, int rank, int step);
 std::pair<Tensor, Tensor> micro_batch_of(const JoinSetup& s, int rank, int m);
 
 std::vector<Tensor> train_union_reference(const JoinSetup& s);
+// The body of one rank (DDP + Join, or plain DDP): its parameters after training.
+std::vector<Tensor> train_join_rank(const JoinSetup& s, dist::ProcessGroup& group);
 // Each rank's parameters after training (ranks run as threads of this process).
 std::vector<std::vector<Tensor>> train_join_threads(const JoinSetup& s);
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 #include "dist/threads_group.h"
 #include "join_training.h"
@@ -45,6 +46,45 @@ JoinSetup uneven(std::vector<int> micro_batches, int accum = 1) {
 }
 
 }  // namespace
+
+// Ranks with 3, 1 and 2 batches counting rank + 1 samples each: every rank reads the same
+// active ranks and samples G per step, and the last step reports that all have joined.
+TEST_CASE("Join: each step's active ranks and samples, the same on every rank") {
+  const int batches[] = {3, 1, 2};
+  std::vector<std::vector<std::tuple<bool, int, int64_t>>> seen(3);  // joined, active, G
+  dist::Options options;
+  options.timeout = std::chrono::milliseconds(20000);
+  dist::run_threads(
+      3,
+      [&](dist::ProcessGroup& group) {
+        const int rank = group.rank();
+        Generator gen{1, 0};
+        auto model =
+            std::make_shared<nn::MLP>(std::vector<int64_t>{4, 3}, nn::Activation::relu, true, &gen);
+        nn::DistributedDataParallel ddp(model, group);
+        nn::Join join(ddp);
+        for (int t = 0;; ++t) {
+          nn::JoinStep step = t < batches[rank] ? join.step(rank + 1) : join.step_joined();
+          seen[rank].emplace_back(step.joined, step.active_ranks, step.samples);
+          if (step.all_joined) break;
+          if (step.joined)
+            join.shadow_backward();
+          else
+            sum(ddp.forward(randn({2, 4}, DType::f32, kCPU, &gen))).backward();
+        }
+      },
+      options);
+  const std::vector<std::pair<int, int64_t>> expected = {{3, 6}, {2, 4}, {1, 1}, {0, 0}};
+  for (int r = 0; r < 3; ++r) {
+    REQUIRE(seen[r].size() == expected.size());
+    for (int t = 0; t < 4; ++t) {
+      auto [joined, active, samples] = seen[r][t];
+      CHECK(joined == (t >= batches[r]));
+      CHECK(active == expected[t].first);
+      CHECK(samples == expected[t].second);
+    }
+  }
+}
 
 TEST_CASE("Join: 3 ranks with 5, 4 and 2 batches equal one process on each step's union") {
   check_union_equivalence(uneven({5, 4, 2}));

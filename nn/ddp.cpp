@@ -120,9 +120,14 @@ void DistributedDataParallel::broadcast_state() {
 
 void DistributedDataParallel::pre_forward() {
   reducer_->prepare_for_forward();
+  if (!join_active_) synchronize_step_state(0);
+}
+
+void DistributedDataParallel::synchronize_step_state(int buffer_root) {
   if (options_.broadcast_buffers && steps_ > 0) {
     NoGradGuard no_grad;
-    for (auto& [name, b] : module_->named_buffers()) group_.broadcast(b.detach(), 0)->wait();
+    for (auto& [name, b] : module_->named_buffers())
+      group_.broadcast(b.detach(), buffer_root)->wait();
   }
   ++steps_;
   if (options_.consistency_check_every > 0 && steps_ % options_.consistency_check_every == 0)

@@ -7,6 +7,8 @@
 //     loss_of(ddp.forward(x)).backward();
 //   }
 //   optimizer.step();
+//
+// Ranks with different numbers of batches: see nn/join.h (rg::nn::Join).
 #pragma once
 #include <memory>
 #include <optional>
@@ -56,6 +58,12 @@ class DistributedDataParallel {
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
   void pre_forward();
+  // The once-per-step bookkeeping pre_forward does (buffers broadcast from `buffer_root`,
+  // the consistency check). While a Join is active (nn/join.h), pre_forward leaves it to the
+  // Join, which calls this once per step on every rank, joined or not.
+  void synchronize_step_state(int buffer_root);
+  void set_join_active(bool active) { join_active_ = active; }
+  bool join_active() const { return join_active_; }
   [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(reducer_.get()); }
 
   Module& module() { return *module_; }
@@ -75,6 +83,7 @@ class DistributedDataParallel {
   DDPOptions options_;
   std::unique_ptr<Reducer> reducer_;
   int64_t steps_ = 0;
+  bool join_active_ = false;
 };
 
 }  // namespace rg::nn

@@ -88,6 +88,7 @@ bool Reducer::scale_into_slot(size_t i) {
 }
 
 void Reducer::mark_ready(size_t i) {
+  if (joined_) fail_for_backward_after_join(i);
   if (!require_sync_) return;  // no_sync: gradients accumulate locally in .grad
   if (!backward_started_) {
     backward_started_ = true;
@@ -113,13 +114,49 @@ void Reducer::finalize_backward() {
   transport_.poll_completions();
   auto backward_end = Clock::now();
   fail_for_missing_gradients(contribute_unused_parameters());
+  complete_iteration(backward_end, ready_order_);
+}
+
+void Reducer::complete_iteration(Clock::time_point backward_end, std::vector<size_t> order) {
   transport_.launch_ready();
   RG_CHECK(transport_.all_launched(), "Reducer: internal error: a bucket was not launched");
   transport_.wait_all(backward_start_, backward_end);
   if (!options_.gradient_as_bucket_view) write_averaged_gradients();
-  std::vector<size_t> order = ready_order_;
   reset_for_next_backward();
+  ++synchronized_backwards_;
   if (!rebuilt_) rebuild_from_ready_order(std::move(order));
+}
+
+// Every slot zero, every bucket all-reduced in bucket order as a real backward would: the
+// collectives line up with the other ranks' and this rank receives their average. The order
+// it offers for the one-time rebuild is the current layout (rank 0's is taken anyway).
+void Reducer::shadow_backward() {
+  prepare_for_forward();
+  RG_CHECK(joined_, "DistributedDataParallel: shadow_backward on rank ", group_.rank(),
+           ", which has not joined; only a rank that has run out of data shadows (nn/join.h)");
+  RG_CHECK(require_sync_, "DistributedDataParallel: shadow_backward inside no_sync on rank ",
+           group_.rank(), "; a joined rank shadows only the synchronised backward of a step");
+  backward_start_ = Clock::now();
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor slot = transport_.slot(i);
+    if (options_.gradient_as_bucket_view) params_[i].set_grad(slot.view(params_[i].shape()));
+    slot.zero_();
+    transport_.mark_filled(i);
+  }
+  std::vector<size_t> order;
+  for (const auto& bucket : transport_.assignment())
+    order.insert(order.end(), bucket.begin(), bucket.end());
+  complete_iteration(backward_start_, std::move(order));
+}
+
+void Reducer::fail_for_backward_after_join(size_t i) {
+  error_ = str("DistributedDataParallel: rank ", group_.rank(),
+               " has joined (run out of data) but its backward reached parameter '", names_[i],
+               "'; once joined, a rank calls join.shadow_backward() instead of backward until "
+               "every rank has joined (nn/join.h)");
+  group_.abort(error_);  // the other ranks fail now, naming this rank, instead of hanging
+  RG_FAIL(error_);
 }
 
 // Parameters that got no gradient this backward: with find_unused_parameters they

@@ -12,6 +12,10 @@
 // Inside no_sync (require_sync = false) the hooks do nothing: gradients accumulate in .grad
 // locally, and the first synchronised backward all-reduces the accumulated sums — exactly
 // one all-reduce per bucket per optimizer step.
+//
+// Uneven inputs (nn/join.h): a rank that has run out of data is marked joined; instead of
+// backward it calls shadow_backward(), which all-reduces zeros through the same buckets in
+// the same order and receives the others' average, and a real backward on it is an error.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -47,6 +51,14 @@ class Reducer {
   void prepare_for_forward();
   void set_require_sync(bool sync) { require_sync_ = sync; }
   bool require_sync() const { return require_sync_; }
+  // A joined rank (nn/join.h) contributes zeros through shadow_backward(); its backward throws.
+  void set_joined(bool joined) { joined_ = joined; }
+  bool joined() const { return joined_; }
+  // A joined rank's stand-in for a synchronised backward: the same bucket all-reduces with
+  // zero contributions, and the averaged gradients written to .grad as backward would.
+  void shadow_backward();
+  // Synchronised backwards (and shadow backwards) completed so far.
+  uint64_t synchronized_backwards() const { return synchronized_backwards_; }
 
   // Bucket layout: indices into params, bucket by bucket.
   std::vector<std::vector<size_t>> bucket_assignment() const { return transport_.assignment(); }
@@ -61,6 +73,9 @@ class Reducer {
   void mark_ready(size_t param_index);
   // The end of backward, phase by phase.
   void finalize_backward();
+  // Launches what is left, waits, writes .grad; rebuilds the buckets after the first time.
+  void complete_iteration(Clock::time_point backward_end, std::vector<size_t> order);
+  void fail_for_backward_after_join(size_t param_index);
   std::vector<std::string> contribute_unused_parameters();
   void fail_for_missing_gradients(const std::vector<std::string>& missing);
   void write_averaged_gradients();
@@ -80,6 +95,8 @@ class Reducer {
   bool require_sync_ = true;
   bool backward_started_ = false;
   bool rebuilt_ = false;
+  bool joined_ = false;
+  uint64_t synchronized_backwards_ = 0;
   std::string error_;  // sticky failure of the last backward
   Clock::time_point backward_start_;
   std::shared_ptr<bool> alive_;  // hooks outlive the reducer; they check this

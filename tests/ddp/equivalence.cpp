@@ -13,9 +13,9 @@
 namespace rg::testing {
 
 namespace {
-
 constexpr int64_t kIgnore = -100;
 constexpr int64_t kClasses = 5, kFeatures = 6, kVocab = 11, kContext = 6;
+}  // namespace
 
 std::shared_ptr<nn::Module> make_model(const Setup& s, uint64_t seed) {
   std::shared_ptr<nn::Module> model;
@@ -39,11 +39,8 @@ std::shared_ptr<nn::Module> make_model(const Setup& s, uint64_t seed) {
   return model;
 }
 
-// The global batch of step `step`: inputs and targets for world*accum*micro examples, with
-// some targets ignored so the counted-target weighting matters.
-std::pair<Tensor, Tensor> global_batch(const Setup& s, int step) {
-  int64_t n = int64_t(s.world) * s.accum * s.micro;
-  Generator gen{1000 + uint64_t(step), 0};
+std::pair<Tensor, Tensor> random_batch(const Setup& s, int64_t n, uint64_t seed) {
+  Generator gen{seed, 0};
   if (s.model == "gpt") {
     Tensor idx = mul(rand({n, kContext}, DType::f64, kCPU, &gen), double(kVocab)).to(DType::i64);
     Tensor tgt = mul(rand({n, kContext}, DType::f64, kCPU, &gen), double(kVocab)).to(DType::i64);
@@ -56,8 +53,13 @@ std::pair<Tensor, Tensor> global_batch(const Setup& s, int step) {
   return {x, where(drop, scalar_tensor(double(kIgnore), DType::i64), tgt)};
 }
 
-// Sum-reduced loss over the examples, divided by `denominator` (the counted targets of the
-// whole global batch, times world for DDP, which averages over ranks).
+namespace {
+// The global batch of step `step`: world*accum*micro examples.
+std::pair<Tensor, Tensor> global_batch(const Setup& s, int step) {
+  return random_batch(s, int64_t(s.world) * s.accum * s.micro, 1000 + uint64_t(step));
+}
+}  // namespace
+
 Tensor loss_of(const Setup& s, nn::Module& model, const Tensor& x, const Tensor& y,
                double denominator) {
   Tensor logits = model.forward(x);
@@ -84,8 +86,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Ten
   o.weight_decay = 0.01;
   return std::make_unique<optim::SGD>(params, o);
 }
-
-}  // namespace
 
 std::vector<Tensor> train_single_process(const Setup& s) {
   auto model = make_model(s, 100);

@@ -34,6 +34,19 @@ struct RankResult {
   int64_t allreduces_inside_no_sync = 0;
 };
 
+// Building blocks, shared with the Join tests (join_training.h).
+std::shared_ptr<nn::Module> make_model(const Setup& s, uint64_t seed);
+std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Tensor> params);
+// n examples (inputs, targets) of the setup's model, some targets ignored so that counting
+// them matters; the same seed gives the same batch.
+std::pair<Tensor, Tensor> random_batch(const Setup& s, int64_t n, uint64_t seed);
+// Sum-reduced cross-entropy over the examples, divided by `denominator` (the counted targets
+// of the whole global batch, divided by world for DDP, which averages over ranks).
+Tensor loss_of(const Setup& s, nn::Module& model, const Tensor& x, const Tensor& y,
+               double denominator);
+// Targets that are not ignored.
+double counted(const Tensor& targets);
+
 std::vector<Tensor> train_single_process(const Setup& s);
 // One result per rank (ranks run as threads of this process).
 std::vector<RankResult> train_ddp_threads(const Setup& s);

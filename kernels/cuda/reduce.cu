@@ -6,6 +6,9 @@
 //   serial: one thread per output loops over the reduction (short or strided reductions);
 //   block:  one block (32..512 threads) per output, threads stride over the reduction and
 //           combine with warp shuffles + shared memory (long contiguous reductions);
+//   block chunks: a long contiguous reduction into few outputs (a full sum, a norm) splits
+//           each output's range over blockIdx.y, one block per (output, chunk), and combines
+//           the chunk partials in a second kernel (as below), so that every SM has blocks;
 //   column chunks: a long strided reduction (sum over the rows of a [rows, cols] matrix:
 //           bias gradients, norms) has one thread per output and far too few threads to
 //           fill a GPU, so the rows are split into chunks over blockIdx.y. Each thread
@@ -93,22 +96,13 @@ __global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> k
   out[off[0]] = R::finish(s, r);
 }
 
+// Combines the block's per-thread states (warp shuffles, then one warp over the warps'
+// results); the result is valid in thread 0. (value, index) pairs travel as two shuffles.
 template <ReduceOp Op, typename T>
-__global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1> reduced,
-                                    typename Reducer<Op, T>::Out* out, const T* in) {
+__device__ typename Reducer<Op, T>::State block_combine(typename Reducer<Op, T>::State s) {
   using R = Reducer<Op, T>;
-  using V = typename R::V;
-  __shared__ V scratch_value[32];
+  __shared__ typename R::V scratch_value[32];
   __shared__ int64_t scratch_index[32];
-  int64_t off[2];
-  kept.offsets(blockIdx.x, off);
-  typename R::State s = R::identity();
-  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) {
-    int64_t ri;
-    reduced.offsets(i, &ri);
-    s = R::pick(s, R::element(in[off[1] + ri], i));
-  }
-  // warp, then block: (value, index) pairs travel as two shuffles
   for (int offset = 16; offset > 0; offset /= 2) {
     typename R::State other{__shfl_xor_sync(0xffffffffu, s.value, offset),
                             __shfl_xor_sync(0xffffffffu, s.index, offset)};
@@ -125,8 +119,50 @@ __global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1>
                               __shfl_xor_sync(0xffffffffu, s.index, offset)};
       s = R::pick(s, other);
     }
-    if (lane == 0) out[off[0]] = R::finish(s, r);
   }
+  return s;
+}
+
+// The block's threads stride over reduction indices [begin, end) of output blockIdx.x.
+template <ReduceOp Op, typename T>
+__device__ typename Reducer<Op, T>::State block_reduce_range(int64_t begin, int64_t end,
+                                                             int64_t in_offset,
+                                                             const OffsetCalc<1>& reduced,
+                                                             const T* in) {
+  using R = Reducer<Op, T>;
+  typename R::State s = R::identity();
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    int64_t ri;
+    reduced.offsets(i, &ri);
+    s = R::pick(s, R::element(in[in_offset + ri], i));
+  }
+  return block_combine<Op, T>(s);
+}
+
+template <ReduceOp Op, typename T>
+__global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1> reduced,
+                                    typename Reducer<Op, T>::Out* out, const T* in) {
+  using R = Reducer<Op, T>;
+  int64_t off[2];
+  kept.offsets(blockIdx.x, off);
+  typename R::State s = block_reduce_range<Op, T>(0, r, off[1], reduced, in);
+  if (threadIdx.x == 0) out[off[0]] = R::finish(s, r);
+}
+
+// A long contiguous reduction into few outputs (a full sum, a gradient norm): block
+// (o, chunk) reduces chunk blockIdx.y of output o into partials[chunk][o], combined by
+// reduce_combine_chunks_kernel. One block per output alone would leave most SMs idle.
+template <ReduceOp Op, typename T>
+__global__ void reduce_block_chunks_kernel(int64_t outputs, int64_t r, int64_t per_chunk,
+                                           OffsetCalc<2> kept, OffsetCalc<1> reduced,
+                                           typename Reducer<Op, T>::V* partials, const T* in) {
+  using R = Reducer<Op, T>;
+  int64_t off[2];
+  kept.offsets(blockIdx.x, off);
+  const int64_t begin = int64_t(blockIdx.y) * per_chunk;
+  const int64_t end = begin + per_chunk < r ? begin + per_chunk : r;
+  typename R::State s = block_reduce_range<Op, T>(begin, end, off[1], reduced, in);
+  if (threadIdx.x == 0) partials[int64_t(blockIdx.y) * outputs + blockIdx.x] = s.value;
 }
 
 // First pass of the column-chunk shape: partials[chunk][o] = the reduction of output o over
@@ -176,23 +212,43 @@ int64_t column_chunks(int64_t outputs, int64_t r) {
   return std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
 }
 
+// Chunks for block-per-output reductions: about 4 blocks per H200 SM in all, each block's
+// threads reducing at least 8 elements each; 1 means no split.
+int64_t block_chunks(int64_t outputs, int64_t r, int64_t threads) {
+  constexpr int64_t kBlocksWanted = 132 * 4;
+  const int64_t chunks = std::min(ceil_div(kBlocksWanted, outputs), r / (8 * threads));
+  return std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
+}
+
+// The two-pass shapes: chunk partials of every output, then reduce_combine_chunks_kernel.
+// `blocks_per_output`: a block per (output, chunk) (contiguous reductions), else a thread
+// per (output, chunk) (strided columns).
 template <ReduceOp Op, typename T>
-void reduce_by_column_chunks(LaunchConfig cfg, const Tensor& out, int64_t outputs, int64_t r,
-                             int64_t chunks, const OffsetCalc<2>& kept,
-                             const OffsetCalc<1>& reduced, const T* x) {
+void reduce_in_chunks(LaunchConfig cfg, bool blocks_per_output, int64_t threads, const Tensor& out,
+                      int64_t outputs, int64_t r, int64_t chunks, const OffsetCalc<2>& kept,
+                      const OffsetCalc<1>& reduced, const T* x) {
   using R = Reducer<Op, T>;
   using V = typename R::V;
-  const int64_t rows_per_chunk = ceil_div(r, chunks);
-  chunks = ceil_div(r, rows_per_chunk);
+  const int64_t per_chunk = ceil_div(r, chunks);
+  chunks = ceil_div(r, per_chunk);
   const int64_t words = ceil_div(chunks * outputs * int64_t(sizeof(V)), int64_t(8));
   Tensor scratch = empty({words}, DType::i64, out.device());
   auto* partials = static_cast<V*>(scratch.data_ptr());
+  if (blocks_per_output) {
+    cfg.grid = dim3(static_cast<unsigned>(outputs), static_cast<unsigned>(chunks));
+    cfg.block = dim3(static_cast<unsigned>(threads));
+    launch(reduce_block_chunks_kernel<Op, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
+           x);
+  } else {
+    cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)), static_cast<unsigned>(chunks));
+    cfg.block = dim3(128);
+    cfg.uses_sync = false;
+    launch(reduce_column_chunks_kernel<Op, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
+           x);
+  }
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
   cfg.block = dim3(128);
   cfg.uses_sync = false;
-  cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)), static_cast<unsigned>(chunks));
-  launch(reduce_column_chunks_kernel<Op, T>, cfg, outputs, r, rows_per_chunk, kept, reduced,
-         partials, x);
-  cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
   launch(reduce_combine_chunks_kernel<Op, T>, cfg, outputs, chunks, r, kept,
          static_cast<const V*>(partials), static_cast<typename R::Out*>(out.data_ptr()));
 }
@@ -200,23 +256,26 @@ void reduce_by_column_chunks(LaunchConfig cfg, const Tensor& out, int64_t output
 template <ReduceOp Op, typename T>
 void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t outputs, int64_t r,
                   const OffsetCalc<2>& kept, const OffsetCalc<1>& reduced) {
-  using Out = typename Reducer<Op, T>::Out;
-  auto* o = static_cast<Out*>(out.data_ptr());
+  using R = Reducer<Op, T>;
+  auto* o = static_cast<typename R::Out*>(out.data_ptr());
   auto* x = static_cast<const T*>(in.data_ptr());
   bool contiguous_reduction = reduced.ndim > 0 && reduced.strides[reduced.ndim - 1][0] == 1;
   // A strided reduction into few outputs: a block per output (arg ops up to 256 outputs;
   // the others from 32 outputs on take the column chunks, which read coalesced).
-  const int64_t few_outputs = Reducer<Op, T>::kArg ? 256 : 32;
+  const int64_t few_outputs = R::kArg ? 256 : 32;
   bool use_block = (contiguous_reduction && r >= 64) || (outputs < few_outputs && r >= 64);
+  int64_t threads = 32;
+  while (threads < r && threads < 512) threads *= 2;
   LaunchConfig cfg;
   cfg.name = name;
   cfg.stream = stream_for(out);
-  const int64_t chunks = Reducer<Op, T>::kArg || use_block ? 1 : column_chunks(outputs, r);
+  // Arg ops keep one pass: their partials would need the index as well.
+  const int64_t chunks = R::kArg     ? 1
+                         : use_block ? block_chunks(outputs, r, threads)
+                                     : column_chunks(outputs, r);
   if (chunks > 1) {
-    reduce_by_column_chunks<Op, T>(cfg, out, outputs, r, chunks, kept, reduced, x);
+    reduce_in_chunks<Op, T>(cfg, use_block, threads, out, outputs, r, chunks, kept, reduced, x);
   } else if (use_block) {
-    int64_t threads = 32;
-    while (threads < r && threads < 512) threads *= 2;
     cfg.grid = dim3(static_cast<unsigned>(outputs));
     cfg.block = dim3(static_cast<unsigned>(threads));
     launch(reduce_block_kernel<Op, T>, cfg, r, kept, reduced, o, x);

@@ -59,8 +59,9 @@ GPU_KERNEL_TEST(reduce_long_rows_and_columns) {
   check_reduce(device, ReduceOp::sum, random_tensor({300, 700}, DType::f32, 8), {0});
 }
 
-// Strided reductions into 32 or more outputs split the rows into chunks (two kernels): every
-// op and dtype, chunk counts that do and do not divide the rows, several reduced dims.
+// Long reductions into few outputs split into chunks combined by a second kernel: strided
+// ones (32+ outputs, a thread per chunk) and contiguous ones (a block per chunk); every op
+// and dtype, chunk counts that do and do not divide the range, several reduced dims.
 GPU_KERNEL_TEST(reduce_columns_in_chunks) {
 #define RG_OP(name) ReduceOp::name,
   const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
@@ -71,6 +72,9 @@ GPU_KERNEL_TEST(reduce_columns_in_chunks) {
       check_reduce(device, op, random_tensor({1025, 40}, dtype, 31), {0});
       check_reduce(device, op, random_tensor({70, 5, 33}, dtype, 32), {0, 1});
       check_reduce(device, op, random_strided({97, 3, 36}, dtype, 33), {0});
+      check_reduce(device, op, random_tensor({20011}, dtype, 34), {0});    // block chunks
+      check_reduce(device, op, random_tensor({3, 9001}, dtype, 35), {1});  // 3 outputs
+      check_reduce(device, op, random_strided({2, 5000}, dtype, 36), {0, 1});
     }
   }
 }

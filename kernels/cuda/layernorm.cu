@@ -5,7 +5,11 @@
 //   backward: g = dy * weight; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
 //             dweight = sum_n dy * xhat, dbias = sum_n dy, written with `=`.
 // Launch: forward and dx: one block (32..512 threads) per row with block all-reductions;
-// dweight/dbias: one thread per column summing the rows in order (deterministic).
+// dweight/dbias: two passes. The rows are split into chunks over blockIdx.y (enough threads
+// to fill an H200 even for 768 columns); a thread sums its column over its chunk's rows into
+// double partials [chunks, C] (a warp reads 32 neighbouring columns: coalesced), and a
+// second kernel adds each column's chunks in order. The split depends on the shape only:
+// deterministic.
 #include "kernels/cuda/block_reduce.cuh"
 
 namespace rg::RG_BACKEND {
@@ -63,18 +67,36 @@ __global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const S* mea
   }
 }
 
+// Pass 1: partial_w/partial_b[chunk][j] = sums over rows [chunk * rows_per_chunk, +rows).
 template <typename T, typename S>
-__global__ void layernorm_dparams_kernel(T* dweight, T* dbias, const T* dy, const T* x,
-                                         const S* mean, const S* rstd, int64_t n, int64_t c) {
+__global__ void layernorm_dparams_chunks_kernel(double* partial_w, double* partial_b, const T* dy,
+                                                const T* x, const S* mean, const S* rstd, int64_t n,
+                                                int64_t c, int64_t rows_per_chunk) {
   using C = acc_t<T>;
   int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= c) return;
+  const int64_t begin = int64_t(blockIdx.y) * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk < n ? begin + rows_per_chunk : n;
   double acc_w = 0, acc_b = 0;
-  for (int64_t r = 0; r < n; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     C g = convert<C>(dy[r * c + j]);
     acc_w += double(g * ((convert<C>(x[r * c + j]) - C(mean[r])) * C(rstd[r])));
     acc_b += double(g);
   }
+  partial_w[int64_t(blockIdx.y) * c + j] = acc_w;
+  partial_b[int64_t(blockIdx.y) * c + j] = acc_b;
+}
+
+// Pass 2: each column adds its chunks in order.
+template <typename T>
+__global__ void layernorm_dparams_combine_kernel(T* dweight, T* dbias, const double* partial_w,
+                                                 const double* partial_b, int64_t chunks,
+                                                 int64_t c) {
+  using C = acc_t<T>;
+  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= c) return;
+  double acc_w = 0, acc_b = 0;
+  for (int64_t k = 0; k < chunks; ++k) acc_w += partial_w[k * c + j], acc_b += partial_b[k * c + j];
   if (dweight) dweight[j] = convert<T>(C(acc_w));
   if (dbias) dbias[j] = convert<T>(C(acc_b));
 }
@@ -107,6 +129,35 @@ LaunchConfig row_config(const char* name, int64_t rows, int64_t c, const Tensor&
   return cfg;
 }
 
+// Rows per thread in the parameter-gradient passes: enough threads for an H200 (132 SMs x
+// 2048), each summing at least 32 rows.
+int64_t dparams_chunks(int64_t n, int64_t c) {
+  const int64_t chunks = std::min(ceil_div(int64_t(1) << 18, c), n / 32);
+  return std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
+}
+
+template <typename T, typename S>
+void launch_dparams(const Tensor& dw, const Tensor& db, const Tensor& g, const Tensor& x,
+                    const Tensor& mean, const Tensor& rstd, int64_t n, int64_t c) {
+  const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(n, dparams_chunks(n, c)));
+  const int64_t chunks = std::max<int64_t>(1, ceil_div(n, rows_per_chunk));
+  Tensor partials = empty({2, chunks, c}, DType::f64, x.device());
+  auto* partial_w = static_cast<double*>(partials.data_ptr());
+  LaunchConfig cfg;
+  cfg.name = "layernorm_backward_params";
+  cfg.stream = stream_for(x);
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(c, 128)), static_cast<unsigned>(chunks));
+  cfg.block = dim3(128);
+  cfg.uses_sync = false;
+  launch(layernorm_dparams_chunks_kernel<T, S>, cfg, partial_w, partial_w + chunks * c,
+         ptr_or_null<const T>(g), ptr_or_null<const T>(x), ptr_or_null<const S>(mean),
+         ptr_or_null<const S>(rstd), n, c, rows_per_chunk);
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(c, 128)));
+  launch(layernorm_dparams_combine_kernel<T>, cfg, ptr_or_null<T>(dw), ptr_or_null<T>(db),
+         static_cast<const double*>(partial_w), static_cast<const double*>(partial_w + chunks * c),
+         chunks, c);
+}
+
 void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                    const Tensor& weight, const Tensor& bias, double eps) {
   check_stats(x, mean, rstd, "layernorm");
@@ -131,34 +182,25 @@ void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tenso
                   "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   Tensor g = contiguous_as(dy, x.dtype()), w = contiguous_as(weight, x.dtype());
-  dispatch_dtype<DTypes::floating,
-                 bf16>(x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
-    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    if (dx.defined() && n > 0)
-      launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),
-             ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
-             ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w), c);
-    if (!dweight.defined() && !dbias.defined()) return;
-    auto scratch_for = [&](const Tensor& t) {
-      return !t.defined() || (t.is_contiguous() && t.dtype() == x.dtype())
-                 ? t
-                 : empty(t.shape(), x.dtype(), t.device());
-    };
-    Tensor dw = scratch_for(dweight), db = scratch_for(dbias);
-    if (c > 0) {
-      LaunchConfig cfg;
-      cfg.name = "layernorm_backward_params";
-      cfg.stream = stream_for(x);
-      cfg.grid = dim3(static_cast<unsigned>(ceil_div(c, 128)));
-      cfg.block = dim3(128);
-      cfg.uses_sync = false;
-      launch(layernorm_dparams_kernel<T, S>, cfg, ptr_or_null<T>(dw), ptr_or_null<T>(db),
-             ptr_or_null<const T>(g), ptr_or_null<const T>(x), ptr_or_null<const S>(mean),
-             ptr_or_null<const S>(rstd), n, c);
-    }
-    if (dw.defined() && !dw.is_same(dweight)) kernel_table(RG_BACKEND_DEVICE).copy(dweight, dw);
-    if (db.defined() && !db.is_same(dbias)) kernel_table(RG_BACKEND_DEVICE).copy(dbias, db);
-  });
+  dispatch_dtype<DTypes::floating, bf16>(
+      x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
+        using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        if (dx.defined() && n > 0)
+          launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),
+                 ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
+                 ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w),
+                 c);
+        if (!dweight.defined() && !dbias.defined()) return;
+        auto scratch_for = [&](const Tensor& t) {
+          return !t.defined() || (t.is_contiguous() && t.dtype() == x.dtype())
+                     ? t
+                     : empty(t.shape(), x.dtype(), t.device());
+        };
+        Tensor dw = scratch_for(dweight), db = scratch_for(dbias);
+        if (c > 0) launch_dparams<T, S>(dw, db, g, x, mean, rstd, n, c);
+        if (dw.defined() && !dw.is_same(dweight)) kernel_table(RG_BACKEND_DEVICE).copy(dweight, dw);
+        if (db.defined() && !db.is_same(dbias)) kernel_table(RG_BACKEND_DEVICE).copy(dbias, db);
+      });
 }
 
 }  // namespace

@@ -69,6 +69,28 @@ GPU_KERNEL_TEST(layernorm_and_backward_match_cpu) {
       }
 }
 
+// Many rows: the weight and bias gradients are summed in row chunks and then combined.
+GPU_KERNEL_TEST(layernorm_parameter_gradients_over_many_rows) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (int64_t c : {33, 200}) {
+      INFO("C ", c);
+      const int64_t n = 1000;
+      DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
+      Tensor x = random_tensor({n, c}, dtype, 13, -3, 3), w = random_tensor({c}, dtype, 14);
+      Tensor mean = empty({n}, sdt), rstd = empty({n}, sdt), out = empty({n, c}, dtype);
+      cpu_kernels().layernorm(out, mean, rstd, x, w, Tensor(), 1e-5);
+      Tensor dy = random_tensor({n, c}, dtype, 16);
+      Tensor dw = empty({c}, dtype), db = empty({c}, dtype);
+      cpu_kernels().layernorm_backward(Tensor(), dw, db, dy, x, mean, rstd, w);
+      Tensor gdw = empty({c}, dtype, device), gdb = empty({c}, dtype, device);
+      kernels_of(device).layernorm_backward(Tensor(), gdw, gdb, mirror(dy, device),
+                                            mirror(x, device), mirror(mean, device),
+                                            mirror(rstd, device), mirror(w, device));
+      expect_close(gdw, dw, loose(dtype), "layernorm dweight");
+      expect_close(gdb, db, loose(dtype), "layernorm dbias");
+    }
+}
+
 GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
     for (int64_t c : {2, 33, 1025}) {

@@ -9,16 +9,24 @@ struct GradMode {
   static void set_enabled(bool enabled);
 };
 
-// RAII: disables gradient recording in this thread for its lifetime.
-class NoGradGuard {
+// RAII: sets gradient recording in this thread for its lifetime (torch.set_grad_enabled).
+class GradModeGuard {
  public:
-  NoGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled) : previous_(GradMode::is_enabled()) {
+    GradMode::set_enabled(enabled);
+  }
+  ~GradModeGuard() { GradMode::set_enabled(previous_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
+};
+
+// RAII: no gradient recording in this thread for its lifetime (torch.no_grad()).
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 }  // namespace rg

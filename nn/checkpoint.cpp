@@ -9,18 +9,6 @@ namespace rg {
 
 namespace {
 
-// Grad mode on for a scope (backward runs with it off).
-class EnableGrad {
- public:
-  EnableGrad() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~EnableGrad() { GradMode::set_enabled(previous_); }
-  EnableGrad(const EnableGrad&) = delete;
-  EnableGrad& operator=(const EnableGrad&) = delete;
-
- private:
-  bool previous_;
-};
-
 // The generators' states swapped for those of the forward, for a scope.
 class ReplayGenerators {
  public:
@@ -59,7 +47,7 @@ struct CheckpointDerivative {
     }
     Tensor out;
     {
-      EnableGrad enable;
+      GradModeGuard enable(true);  // backward runs with it off
       ReplayGenerators replay(generators, states);
       out = fn(detached);
     }

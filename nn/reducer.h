@@ -12,6 +12,11 @@
 // Inside no_sync (require_sync = false) the hooks do nothing: gradients accumulate in .grad
 // locally, and the first synchronised backward all-reduces the accumulated sums — exactly
 // one all-reduce per bucket per optimizer step.
+//
+// ZeRO stage 1 (zero_stage = 1): buckets are padded to a multiple of the world size, each
+// is reduce-scattered instead of all-reduced (dist::reduce_scatter_hook), and the layout is
+// never rebuilt. The averaged gradient then exists only as each rank's slice of each bucket,
+// for a sharded optimizer (optim::ZeroAdamW) to read; .grad keeps the local sum.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -32,6 +37,7 @@ struct ReducerOptions {
   bool overlap = true;  // false: launch every bucket only after backward (for comparison)
   dist::CommHook comm_hook = dist::allreduce_hook;
   std::shared_ptr<dist::TraceRecorder> trace;  // null: no timeline
+  int zero_stage = 0;                          // 1: reduce-scatter into shards (replaces comm_hook)
 };
 
 class Reducer {
@@ -53,6 +59,11 @@ class Reducer {
   size_t bucket_count() const { return transport_.bucket_count(); }
   const dist::BucketStats& stats() const { return transport_.stats(); }
   bool buckets_rebuilt() const { return rebuilt_; }
+  // For sharded optimizers: the reduced parameters, their buckets, the ZeRO stage.
+  const std::vector<Tensor>& params() const { return params_; }
+  const dist::BucketTransport& transport() const { return transport_; }
+  dist::ProcessGroup& group() const { return group_; }
+  int zero_stage() const { return options_.zero_stage; }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -131,14 +131,20 @@ void ZeroAdamW::gather_parameters() {
   }
 }
 
-double ZeroAdamW::clip_grad_norm_(double max_norm) {
-  RG_CHECK(max_norm > 0, "ZeroAdamW.clip_grad_norm_: max_norm must be positive, got ", max_norm);
+// Each rank's sum of squares over its slices (in f64), all-reduced (bit-identical everywhere).
+double ZeroAdamW::grad_norm() const {
   NoGradGuard no_grad;
   Tensor total = zeros({1}, DType::f64, kCPU);
   for (const Shard& shard : shards_)
     total.data<double>()[0] += sum(square(gradient_shard(shard).to(DType::f64))).item();
   reducer_.group().allreduce(total, dist::CombineOp::sum)->wait();
-  const double norm = std::sqrt(total.data<double>()[0]);
+  return std::sqrt(total.data<double>()[0]);
+}
+
+double ZeroAdamW::clip_grad_norm_(double max_norm) {
+  RG_CHECK(max_norm > 0, "ZeroAdamW.clip_grad_norm_: max_norm must be positive, got ", max_norm);
+  NoGradGuard no_grad;
+  const double norm = grad_norm();
   const double scale = max_norm / (norm + 1e-6);
   if (scale < 1.0)
     for (const Shard& shard : shards_) gradient_shard(shard).mul_(scale);

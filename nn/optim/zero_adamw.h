@@ -32,6 +32,8 @@ class ZeroAdamW : public Optimizer {
   // max_norm (scale max_norm / (norm + 1e-6) when < 1, like clip_grad_norm_); returns the
   // norm before clipping.
   double clip_grad_norm_(double max_norm);
+  // Collective. The global L2 norm of the averaged gradients, without clipping.
+  double grad_norm() const;
   // Elements of optimizer state per moment on this rank (sum of its bucket slices).
   int64_t shard_numel() const;
   int64_t steps() const { return step_; }

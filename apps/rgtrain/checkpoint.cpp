@@ -48,7 +48,7 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
-  // ZeroAdamW's state is this rank's shards only: not saved (no sharded checkpoints yet).
+  // ZeroAdamW holds only this rank's shards: not saved (no per-rank files yet).
   if (!dynamic_cast<rg::optim::ZeroAdamW*>(&opt))
     for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
   rg::nn::SafetensorsMetadata md = model_metadata(model);

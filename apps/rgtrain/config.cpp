@@ -102,7 +102,7 @@ void add_dist_flags(CLI::App& app, Args& a) {
   app.add_option("--zero", a.zero,
                  "ZeRO stage: 1 shards the AdamW state across the ranks (gradients "
                  "reduce-scattered, parameters all-gathered); its checkpoints hold no optimizer "
-                 "state, so no --resume")
+                 "state (rgtrain writes no sharded checkpoints yet), so no --resume")
       ->check(CLI::Range(0, 1));
   app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
 }

@@ -116,7 +116,7 @@ void check_zero_flags(const Args& a) {
   if (!a.resume.empty())
     fail(
         "--zero 1 cannot --resume: its checkpoints hold no optimizer state (sharded "
-        "checkpoints are not implemented yet)");
+        "checkpoints are not written by rgtrain yet)");
 }
 
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {

@@ -1,5 +1,6 @@
 // ZeroAdamW (see nn/optim/zero_adamw.h): shard planning over the DDP buckets, the sharded
-// update, the in-place all-gather, the global-norm clipping and the sharded state.
+// update, the in-place all-gather and the global-norm clipping (the state dict is in
+// zero_adamw_state.cpp).
 #include "nn/optim/zero_adamw.h"
 
 #include <algorithm>
@@ -149,39 +150,6 @@ double ZeroAdamW::clip_grad_norm_(double max_norm) {
   if (scale < 1.0)
     for (const Shard& shard : shards_) gradient_shard(shard).mul_(scale);
   return norm;
-}
-
-nn::StateDict ZeroAdamW::state_dict() const {
-  nn::StateDict dict;
-  if (step_ == 0) return dict;
-  dict.insert("step", scalar_tensor(static_cast<double>(step_), DType::i64));
-  for (const Shard& shard : shards_) {
-    const std::string key = "shard." + std::to_string(shard.bucket) + ".";
-    dict.insert(key + "exp_avg", shard.exp_avg);
-    dict.insert(key + "exp_avg_sq", shard.exp_avg_sq);
-  }
-  return dict;
-}
-
-void ZeroAdamW::load_state_dict(const nn::StateDict& dict) {
-  step_ = dict.contains("step") ? static_cast<int64_t>(dict.find("step")->item()) : 0;
-  for (Shard& shard : shards_) {
-    shard.exp_avg = shard.exp_avg_sq = Tensor();
-    if (step_ == 0) continue;
-    auto load = [&](const std::string& name) {
-      const std::string key = "shard." + std::to_string(shard.bucket) + "." + name;
-      const Tensor* t = dict.find(key);
-      RG_CHECK(t != nullptr, "ZeroAdamW.load_state_dict: missing key '", key, "'");
-      RG_CHECK(t->numel() == shard.numel, "ZeroAdamW.load_state_dict: '", key, "' has ", t->numel(),
-               " elements, this rank's shard has ", shard.numel,
-               " (another world size or bucket layout)");
-      Tensor g = gradient_shard(shard);
-      return clone(t->detach().to(g.device(), g.dtype()).reshape({-1}));
-    };
-    shard.exp_avg = load("exp_avg");
-    shard.exp_avg_sq = load("exp_avg_sq");
-    tag_optimizer_state({shard.exp_avg, shard.exp_avg_sq});
-  }
 }
 
 }  // namespace rg::optim

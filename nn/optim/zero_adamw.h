@@ -37,10 +37,16 @@ class ZeroAdamW : public Optimizer {
   // Elements of optimizer state per moment on this rank (sum of its bucket slices).
   int64_t shard_numel() const;
   int64_t steps() const { return step_; }
-  // This rank's shards: "step", "shard.{b}.exp_avg", "shard.{b}.exp_avg_sq".
+  // A sharded checkpoint: this rank's pieces of the moments, keyed by parameter and element
+  // offset so that they do not depend on the world size or the buckets: "step" and
+  // "piece.{param}.{offset}.exp_avg" / ".exp_avg_sq" (param: index in the DDP's parameters,
+  // offset: first element in the flattened parameter). The union of every rank's dict
+  // (merge_state_dicts) describes the whole state.
   nn::StateDict state_dict() const override;
-  // Loads a state_dict() of the same rank at the same world size and bucket layout.
+  // Takes this rank's slices out of a union of pieces saved at any world size and bucket
+  // layout; throws naming the parameter whose elements no piece covers.
   void load_state_dict(const nn::StateDict& dict) override;
+  static nn::StateDict merge_state_dicts(const std::vector<nn::StateDict>& ranks);
   AdamWOptions options;
 
  private:
@@ -65,6 +71,7 @@ class ZeroAdamW : public Optimizer {
   Tensor gradient_shard(const Shard& shard) const;
   void update_shard(Shard& shard);
   void gather_parameters();
+  void load_segment(const nn::StateDict& dict, const Segment& segment, Shard& shard);
 
   nn::Reducer& reducer_;
   std::vector<Shard> shards_;

@@ -207,7 +207,7 @@ else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
 
 # --zero 1 under rgrun: the same final weights as plain DDP up to f32 rounding (the
 # reduce-scatter sums in another order), clipping across the shards; its checkpoint holds no
-# optimizer state (sharded checkpoints are not implemented), so --resume is refused.
+# optimizer state (rgtrain writes no sharded checkpoints yet), so --resume is refused.
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 \
   --checkpoint "$TMP/ddp2" >"$TMP/ddp2.out" 2>&1
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 1 \

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/grad_mode.h"
 #include "dist/threads_group.h"
 #include "nn/ddp.h"
 #include "nn/gpt.h"
@@ -89,6 +90,22 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Ten
   return std::make_unique<optim::SGD>(params, o);
 }
 
+// Starts from s.initial_params and s.optimizer_state when given (the same on every rank).
+void resume_if_asked(const Setup& s, nn::Module& model, optim::Optimizer& opt) {
+  if (!s.initial_params.empty()) {
+    NoGradGuard no_grad;
+    std::vector<Tensor> params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(s.initial_params[i]);
+  }
+  if (!s.optimizer_state.empty()) opt.load_state_dict(s.optimizer_state);
+}
+
+nn::StateDict copy_of(const nn::StateDict& dict) {
+  nn::StateDict out;
+  for (const auto& [name, tensor] : dict) out.insert(name, tensor.detach().clone());
+  return out;
+}
+
 // ZeroAdamW needs the DDP (its buckets); plain runs clip .grad, ZeRO runs the shards.
 std::unique_ptr<optim::Optimizer> make_ddp_optimizer(const Setup& s,
                                                      nn::DistributedDataParallel& ddp) {
@@ -142,11 +159,12 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
   o.zero_stage = s.zero ? 1 : 0;
   nn::DistributedDataParallel ddp(model, group, o);
   auto opt = make_ddp_optimizer(s, ddp);
+  resume_if_asked(s, *model, *opt);
   // ZeRO reduce-scatters where plain DDP all-reduces: count the gradient collective.
   dist::Collective reduction =
       s.zero ? dist::Collective::reduce_scatter : dist::Collective::allreduce;
   RankResult result;
-  for (int step = 0; step < s.steps; ++step) {
+  for (int step = s.first_step; step < s.first_step + s.steps; ++step) {
     auto [x, y] = global_batch(s, step);
     double denominator = counted(y) / s.world;  // DDP averages over ranks
     int64_t per_rank = int64_t(s.accum) * s.micro;
@@ -171,6 +189,7 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
     opt->step();
   }
   result.state_elements = state_elements(*opt);
+  result.optimizer_state = copy_of(opt->state_dict());
   for (size_t b = 0; b < ddp.reducer().bucket_count(); ++b)
     result.largest_bucket_elements =
         std::max(result.largest_bucket_elements, ddp.reducer().transport().buffer(b).numel());

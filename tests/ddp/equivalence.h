@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "nn/state_dict.h"
 #include "ringgrad.h"
 
 namespace rg::testing {
@@ -28,6 +29,11 @@ struct Setup {
   bool checkpoint = false;        // GPT: activation checkpointing in the DDP ranks only
   bool zero = false;              // DDP ranks: zero_stage 1 with optim::ZeroAdamW (needs "adamw")
   double clip = 0;                // > 0: clip the gradients' global norm to this before each step
+  // Resuming (DDP ranks): the data of steps [first_step, first_step + steps), starting from
+  // these weights (when given) and this optimizer state (when not empty).
+  int first_step = 0;
+  std::vector<Tensor> initial_params;
+  nn::StateDict optimizer_state;
 };
 
 struct RankResult {
@@ -37,6 +43,7 @@ struct RankResult {
   int64_t allreduces_inside_no_sync = 0;
   int64_t state_elements = 0;           // per moment of the optimizer's state on this rank
   int64_t largest_bucket_elements = 0;  // padding included
+  nn::StateDict optimizer_state;        // the optimizer's state_dict after training (copies)
 };
 
 std::vector<Tensor> train_single_process(const Setup& s);

@@ -163,3 +163,36 @@ TEST_CASE("ZeroAdamW needs a zero_stage 1 DDP, a synchronised backward, no bucke
                        doctest::Contains("zero_stage 1 cannot keep gradients as bucket views"),
                        Error);
 }
+
+// World 2 x accumulation 2, world 4 x 1 and world 1 x 4 see the same global batch of 12
+// examples per step, so a run can change world size at a checkpoint and stay the same run.
+TEST_CASE("ZeRO-1 resumed from a sharded checkpoint at another world size equals the whole run") {
+  Setup whole = zero_setup(2, 2);
+  whole.zero = true;
+  whole.steps = 6;
+  std::vector<RankResult> uninterrupted = train_ddp_threads(whole);
+  Setup first_half = whole;
+  first_half.steps = 3;
+  std::vector<RankResult> half = train_ddp_threads(first_half);
+  std::vector<nn::StateDict> shards;  // the sharded checkpoint: one dict per rank
+  for (const RankResult& r : half) shards.push_back(r.optimizer_state);
+  for (auto [world, accum] : {std::pair{4, 1}, std::pair{1, 4}}) {
+    INFO("resumed at world=" << world << " accum=" << accum);
+    Setup second_half = zero_setup(world, accum);
+    second_half.zero = true;
+    second_half.first_step = 3;
+    second_half.initial_params = half[0].params;
+    second_half.optimizer_state = optim::ZeroAdamW::merge_state_dicts(shards);
+    std::vector<RankResult> resumed = train_ddp_threads(second_half);
+    double diff = max_relative_difference(resumed[0].params, uninterrupted[0].params);
+    INFO("max relative difference to the uninterrupted run: " << diff);
+    CHECK(diff <= 1e-10);
+    for (int r = 1; r < world; ++r) CHECK(bit_identical(resumed[r].params, resumed[0].params));
+  }
+  Setup missing_rank = zero_setup(1, 4);
+  missing_rank.zero = true;
+  missing_rank.first_step = 3;
+  missing_rank.optimizer_state = shards[0];  // rank 1's pieces left out
+  CHECK_THROWS_WITH_AS(train_ddp_threads(missing_rank),
+                       doctest::Contains("a rank's state dict is missing from the merge?"), Error);
+}

@@ -16,6 +16,15 @@ std::shared_ptr<Work> allreduce_hook(ProcessGroup& group, const Tensor& bucket) 
   return group.allreduce(bucket, CombineOp::sum);
 }
 
+std::shared_ptr<Work> reduce_scatter_hook(ProcessGroup& group, const Tensor& bucket) {
+  int64_t shard = bucket.numel() / group.size();
+  RG_CHECK(shard * group.size() == bucket.numel(), "reduce_scatter_hook: bucket of ",
+           bucket.numel(), " elements is not a multiple of world size ", group.size());
+  // The ring reduces a copy of its input, so the output may be a slice of it.
+  return group.reduce_scatter(flat_slice(bucket, group.rank() * shard, shard), bucket,
+                              CombineOp::sum);
+}
+
 namespace {
 // Runs `then` once the inner work has finished, from whichever thread waits first.
 class ThenWork : public Work {
@@ -88,7 +97,8 @@ BucketTransport::~BucketTransport() {
 }
 
 void BucketTransport::assign(const std::vector<Tensor>& members,
-                             const std::vector<std::vector<size_t>>& layout) {
+                             const std::vector<std::vector<size_t>>& layout, int64_t pad_multiple) {
+  RG_CHECK(pad_multiple >= 1, "BucketTransport::assign: pad_multiple ", pad_multiple);
   buckets_.clear();
   bucket_of_.assign(members.size(), 0);
   index_in_bucket_.assign(members.size(), 0);
@@ -105,6 +115,7 @@ void BucketTransport::assign(const std::vector<Tensor>& members,
       bucket_of_[i] = buckets_.size();
       index_in_bucket_[i] = k;
     }
+    total = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
     const Tensor& first = members[in_bucket.front()];
     bucket.buffer = empty({total}, first.dtype(), first.device());
     tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
@@ -120,6 +131,10 @@ Tensor BucketTransport::slot(size_t i) const {
   const Bucket& bucket = buckets_[bucket_of_[i]];
   size_t k = index_in_bucket_[i];
   return flat_slice(bucket.buffer, bucket.offsets[k], bucket.numels[k]);
+}
+
+int64_t BucketTransport::offset_in_bucket(size_t i) const {
+  return buckets_[bucket_of_[i]].offsets[index_in_bucket_[i]];
 }
 
 bool BucketTransport::mark_filled(size_t i) { return --buckets_[bucket_of_[i]].pending == 0; }

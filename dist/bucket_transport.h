@@ -29,6 +29,10 @@ using CommHook = std::function<std::shared_ptr<Work>(ProcessGroup& group, const 
 
 // The default: sum all-reduce of the pre-scaled buffer, i.e. the average.
 std::shared_ptr<Work> allreduce_hook(ProcessGroup& group, const Tensor& bucket);
+// ZeRO stage 1: a sum reduce-scatter of the pre-scaled buffer, i.e. the average, of which
+// each rank keeps only its own slice: elements [rank * n/world, (rank + 1) * n/world) of
+// the bucket (n a multiple of world, see BucketTransport::assign). The rest is stale.
+std::shared_ptr<Work> reduce_scatter_hook(ProcessGroup& group, const Tensor& bucket);
 // Casts to bf16, all-reduces, casts back into the bucket (halves the bytes on the wire).
 std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& bucket);
 
@@ -55,10 +59,15 @@ class BucketTransport {
   BucketTransport& operator=(const BucketTransport&) = delete;
 
   // Allocates one zeroed flat buffer per bucket of `layout` (indices into members, whose
-  // numel, dtype and device it uses); drops the previous buckets.
-  void assign(const std::vector<Tensor>& members, const std::vector<std::vector<size_t>>& layout);
+  // numel, dtype and device it uses), padded with zeros to a multiple of `pad_multiple`
+  // elements; drops the previous buckets.
+  void assign(const std::vector<Tensor>& members, const std::vector<std::vector<size_t>>& layout,
+              int64_t pad_multiple = 1);
   // The flat slot of member i in its bucket's buffer.
   Tensor slot(size_t member) const;
+  // Bucket b's whole flat buffer (padding included), and where member i's slot starts in it.
+  const Tensor& buffer(size_t bucket) const { return buckets_.at(bucket).buffer; }
+  int64_t offset_in_bucket(size_t member) const;
   // Member i's data is in its slot; returns whether that completed its bucket.
   bool mark_filled(size_t member);
   // Launches, in bucket order, every bucket not yet launched whose members are all in.

@@ -126,8 +126,10 @@ class ProcessGroup {
   std::shared_ptr<Work> allreduce(const Tensor& tensor, CombineOp op = CombineOp::sum);
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
   // out holds size() * in.numel() elements: rank r's `in` lands at out[r * in.numel()].
+  // `in` may be that very slice of `out` (in place).
   std::shared_ptr<Work> allgather(const Tensor& out, const Tensor& in);
-  // in holds size() * out.numel() elements; rank r gets the reduction of slice r.
+  // in holds size() * out.numel() elements; rank r gets the reduction of slice r. `out` may
+  // be a slice of `in` (the ring reduces a copy of `in`).
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in,
                                        CombineOp op = CombineOp::sum);
   std::shared_ptr<Work> barrier();

@@ -203,7 +203,8 @@ void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, 
 void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env) {
   const int n = pg.size(), r = pg.rank();
   const int64_t count = in.numel();
-  copy_buffer(flat_slice(out, r * count, count), in);
+  Tensor mine = flat_slice(out, r * count, count);
+  if (mine.data_ptr() != in.data_ptr()) copy_buffer(mine, in);  // `in` may be out's slice r
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;
   Ring(pg, out, segments, -1, CombineOp::sum, env).run(n - 1, 2 * n - 3);

@@ -90,6 +90,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   ro.overlap = options_.overlap;
   ro.comm_hook = options_.comm_hook;
   ro.trace = options_.trace;
+  ro.zero_stage = options_.zero_stage;
   reducer_ = std::make_unique<Reducer>(params, names, group_, ro);
 }
 

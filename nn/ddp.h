@@ -30,6 +30,9 @@ struct DDPOptions {
   // Every N steps, compare a 64-bit hash of each parameter across ranks (0 = never); also
   // enabled by the environment variable RG_DDP_CHECK_EVERY.
   int consistency_check_every = 0;
+  // ZeRO stage 1: 1 reduce-scatters the gradients so that each rank holds the average of
+  // its 1/world slice of every bucket (comm_hook is ignored); step with optim::ZeroAdamW.
+  int zero_stage = 0;
 };
 
 class DistributedDataParallel;

@@ -10,6 +10,9 @@ namespace rg::nn {
 
 Join::Join(DistributedDataParallel& ddp) : ddp_(ddp) {
   RG_CHECK(!ddp_.join_active(), "Join: this DistributedDataParallel already has an active Join");
+  RG_CHECK(ddp_.reducer().zero_stage() == 0, "Join: zero_stage ", ddp_.reducer().zero_stage(),
+           " is not supported with Join yet (a joined rank would have to shadow the "
+           "reduce-scatter and the sharded step; untested)");
   ddp_.set_join_active(true);
 }
 

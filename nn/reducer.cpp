@@ -17,11 +17,17 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
       names_(std::move(names)),
       group_(group),
       options_(std::move(options)),
-      transport_(group, options_.comm_hook, options_.trace),
+      transport_(group, options_.zero_stage == 1 ? dist::reduce_scatter_hook : options_.comm_hook,
+                 options_.trace),
       alive_(std::make_shared<bool>(true)) {
   RG_CHECK(names_.size() == params_.size(), "Reducer: ", params_.size(), " parameters but ",
            names_.size(), " names");
   RG_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
+  RG_CHECK(options_.zero_stage == 0 || options_.zero_stage == 1, "Reducer: zero_stage ",
+           options_.zero_stage, " is not supported (0 or 1)");
+  RG_CHECK(options_.zero_stage == 0 || !options_.gradient_as_bucket_view,
+           "Reducer: zero_stage 1 cannot keep gradients as bucket views (the buckets hold "
+           "shards of averaged gradients, then parameters)");
   for (size_t i = 0; i < params_.size(); ++i) {
     RG_CHECK(params_[i].is_leaf() && params_[i].requires_grad(), "Reducer: parameter '", names_[i],
              "' must be a leaf that requires grad");
@@ -48,8 +54,11 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
   std::vector<Tensor> old_grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) old_grads[i] = params_[i].grad().clone();
-  transport_.assign(params_, dist::plan_buckets(params_, order, options_.first_bucket_cap_bytes,
-                                                options_.bucket_cap_bytes));
+  int64_t pad_multiple = options_.zero_stage == 1 ? group_.size() : 1;
+  transport_.assign(params_,
+                    dist::plan_buckets(params_, order, options_.first_bucket_cap_bytes,
+                                       options_.bucket_cap_bytes),
+                    pad_multiple);
   if (options_.gradient_as_bucket_view) {
     NoGradGuard no_grad;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -121,10 +130,11 @@ void Reducer::complete_iteration(Clock::time_point backward_end, std::vector<siz
   transport_.launch_ready();
   RG_CHECK(transport_.all_launched(), "Reducer: internal error: a bucket was not launched");
   transport_.wait_all(backward_start_, backward_end);
-  if (!options_.gradient_as_bucket_view) write_averaged_gradients();
+  bool zero = options_.zero_stage == 1;  // the averaged gradients stay sharded in the buckets
+  if (!options_.gradient_as_bucket_view && !zero) write_averaged_gradients();
   reset_for_next_backward();
   ++synchronized_backwards_;
-  if (!rebuilt_) rebuild_from_ready_order(std::move(order));
+  if (!rebuilt_ && !zero) rebuild_from_ready_order(std::move(order));
 }
 
 // Every slot zero, every bucket all-reduced in bucket order as a real backward would: the

@@ -16,6 +16,11 @@
 // Uneven inputs (nn/join.h): a rank that has run out of data is marked joined; instead of
 // backward it calls shadow_backward(), which all-reduces zeros through the same buckets in
 // the same order and receives the others' average, and a real backward on it is an error.
+//
+// ZeRO stage 1 (zero_stage = 1): buckets are padded to a multiple of the world size, each
+// is reduce-scattered instead of all-reduced (dist::reduce_scatter_hook), and the layout is
+// never rebuilt. The averaged gradient then exists only as each rank's slice of each bucket,
+// for a sharded optimizer (optim::ZeroAdamW) to read; .grad keeps the local sum.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -36,6 +41,7 @@ struct ReducerOptions {
   bool overlap = true;  // false: launch every bucket only after backward (for comparison)
   dist::CommHook comm_hook = dist::allreduce_hook;
   std::shared_ptr<dist::TraceRecorder> trace;  // null: no timeline
+  int zero_stage = 0;                          // 1: reduce-scatter into shards (replaces comm_hook)
 };
 
 class Reducer {
@@ -65,6 +71,11 @@ class Reducer {
   size_t bucket_count() const { return transport_.bucket_count(); }
   const dist::BucketStats& stats() const { return transport_.stats(); }
   bool buckets_rebuilt() const { return rebuilt_; }
+  // For sharded optimizers: the reduced parameters, their buckets, the ZeRO stage.
+  const std::vector<Tensor>& params() const { return params_; }
+  const dist::BucketTransport& transport() const { return transport_; }
+  dist::ProcessGroup& group() const { return group_; }
+  int zero_stage() const { return options_.zero_stage; }
 
  private:
   using Clock = std::chrono::steady_clock;

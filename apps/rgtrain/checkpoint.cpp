@@ -10,6 +10,7 @@
 #include "apps/rgtrain/model.h"
 #include "apps/rgtrain/util.h"
 #include "core/atomic_file.h"
+#include "nn/optim/zero_adamw.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -47,7 +48,9 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
-  for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
+  // ZeroAdamW holds only this rank's shards: not saved (no per-rank files yet).
+  if (!dynamic_cast<rg::optim::ZeroAdamW*>(&opt))
+    for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
   rg::nn::SafetensorsMetadata md = model_metadata(model);
   md["step"] = std::to_string(at.step);
   md["config"] = config;

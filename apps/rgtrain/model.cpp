@@ -8,6 +8,7 @@
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
 #include "nn/gpt_metadata.h"
+#include "nn/optim/zero_adamw.h"
 
 namespace rgtrain {
 namespace {
@@ -80,22 +81,42 @@ std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t
   return gpt;
 }
 
+namespace {
+rg::optim::AdamWOptions adamw_options(const Args& a) {
+  rg::optim::AdamWOptions o;
+  o.lr = a.lr;
+  o.beta1 = a.beta1;
+  o.beta2 = a.beta2;
+  o.eps = a.eps;
+  o.weight_decay = a.weight_decay;
+  return o;
+}
+}  // namespace
+
 std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m) {
   auto groups = rg::optim::decay_groups(m, rg::optim::parse_no_decay(a.no_decay));
-  if (a.optimizer == "adamw") {
-    rg::optim::AdamWOptions o;
-    o.lr = a.lr;
-    o.beta1 = a.beta1;
-    o.beta2 = a.beta2;
-    o.eps = a.eps;
-    o.weight_decay = a.weight_decay;
-    return std::make_unique<rg::optim::AdamW>(groups, o);
-  }
+  if (a.optimizer == "adamw") return std::make_unique<rg::optim::AdamW>(groups, adamw_options(a));
   rg::optim::SGDOptions o;
   o.lr = a.lr;
   o.momentum = 0.9;
   o.weight_decay = a.weight_decay;
   return std::make_unique<rg::optim::SGD>(groups, o);
+}
+
+std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
+                                                          rg::nn::DistributedDataParallel& ddp) {
+  auto groups = rg::optim::decay_groups(ddp.module(), rg::optim::parse_no_decay(a.no_decay));
+  return std::make_unique<rg::optim::ZeroAdamW>(ddp, groups, adamw_options(a));
+}
+
+void check_zero_flags(const Args& a) {
+  if (a.zero == 0) return;
+  if (a.optimizer != "adamw") fail("--zero 1 needs --optimizer adamw, got '", a.optimizer, "'");
+  if (a.grad_view) fail("--zero 1 cannot be combined with --grad-as-bucket-view");
+  if (!a.resume.empty())
+    fail(
+        "--zero 1 cannot --resume: its checkpoints hold no optimizer state (sharded "
+        "checkpoints are not written by rgtrain yet)");
 }
 
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/rgtrain/config.h"
+#include "nn/ddp.h"
 #include "nn/nn.h"
 #include "nn/safetensors.h"
 #include "ringgrad.h"
@@ -13,6 +14,11 @@ namespace rgtrain {
 
 std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t context);
 std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Module& m);
+// --zero 1: ZeroAdamW over the DDP's buckets, with make_optimizer's groups and options.
+std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
+                                                          rg::nn::DistributedDataParallel& ddp);
+// UsageError unless --zero's flags fit together (adamw, no bucket views, no --resume).
+void check_zero_flags(const Args& a);
 
 // Parameters of make_model(a, vocab, context), counted from the shapes without building it.
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context);

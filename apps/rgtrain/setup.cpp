@@ -105,7 +105,9 @@ void wrap_ddp(RunState& s) {
     o.overlap = !a.no_overlap;
     o.gradient_as_bucket_view = a.grad_view;
     o.trace = s.trace;
+    o.zero_stage = a.zero;
     s.ddp = std::make_unique<rg::nn::DistributedDataParallel>(s.model, *s.group, o);
+    if (a.zero == 1) s.opt = make_zero_optimizer(a, *s.ddp);  // needs the DDP's buckets
   }
   // After DDP's broadcast every rank holds rank 0's weights.
   for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
@@ -131,6 +133,7 @@ void build(RunState& s) {
     choose_micro_batch(s);
     split_batch(s);
   }
+  check_zero_flags(a);
   build_model(s);
   wrap_ddp(s);
 }

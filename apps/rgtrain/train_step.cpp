@@ -6,6 +6,7 @@
 
 #include "apps/rgtrain/data.h"
 #include "apps/rgtrain/util.h"
+#include "nn/optim/zero_adamw.h"
 
 namespace rgtrain {
 
@@ -17,6 +18,15 @@ double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& 
 }
 
 namespace {
+
+// The averaged gradients' global norm before clipping, clipped when asked. Under ZeRO they
+// exist only as the ranks' shards: ZeroAdamW computes it across them.
+double gradient_norm(StepContext& c) {
+  if (auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&c.opt))
+    return c.clip > 0 ? zero->clip_grad_norm_(c.clip) : zero->grad_norm();
+  auto params = c.model.parameters();
+  return c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+}
 
 rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
   auto [x, y] = rgtrain::gather(c.data, idx, c.device);
@@ -64,7 +74,6 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
   StepResult r;
   c.opt.set_lr(lr);
   c.opt.zero_grad();
-  auto params = c.model.parameters();
   for (size_t k = 0; k < micro_batches.size(); ++k) {
     const auto start = Clock::now();
     const bool last = k + 1 == micro_batches.size();
@@ -82,8 +91,7 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
   const auto opt_start = Clock::now();
   in_phase(c.memory, StepPhase::optimizer, [&] {
     GlobalLoss global(c.group, r.loss);
-    r.grad_norm =
-        c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+    r.grad_norm = gradient_norm(c);
     r.loss = global.wait();
     r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
     if (!r.skipped) c.opt.step();

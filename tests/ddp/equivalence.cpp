@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/grad_mode.h"
 #include "dist/threads_group.h"
 #include "nn/ddp.h"
 #include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/optim/adamw.h"
+#include "nn/optim/clip_grad.h"
 #include "nn/optim/sgd.h"
+#include "nn/optim/zero_adamw.h"
 
 namespace rg::testing {
 
@@ -73,19 +76,65 @@ double counted(const Tensor& targets) {
   return sum(ne(targets, scalar_tensor(double(kIgnore), DType::i64))).item();
 }
 
+optim::AdamWOptions adamw_options() {
+  optim::AdamWOptions o;
+  o.lr = 1e-2;
+  o.weight_decay = 0.1;
+  return o;
+}
+
 std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Tensor> params) {
-  if (s.optimizer == "adamw") {
-    optim::AdamWOptions o;
-    o.lr = 1e-2;
-    o.weight_decay = 0.1;
-    return std::make_unique<optim::AdamW>(params, o);
-  }
+  if (s.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, adamw_options());
   optim::SGDOptions o;
   o.lr = 0.1;
   o.momentum = 0.9;
   o.weight_decay = 0.01;
   return std::make_unique<optim::SGD>(params, o);
 }
+
+namespace {
+
+// Starts from s.initial_params and s.optimizer_state when given (the same on every rank).
+void resume_if_asked(const Setup& s, nn::Module& model, optim::Optimizer& opt) {
+  if (!s.initial_params.empty()) {
+    NoGradGuard no_grad;
+    std::vector<Tensor> params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(s.initial_params[i]);
+  }
+  if (!s.optimizer_state.empty()) opt.load_state_dict(s.optimizer_state);
+}
+
+nn::StateDict copy_of(const nn::StateDict& dict) {
+  nn::StateDict out;
+  for (const auto& [name, tensor] : dict) out.insert(name, tensor.detach().clone());
+  return out;
+}
+
+// ZeroAdamW needs the DDP (its buckets); plain runs clip .grad, ZeRO runs the shards.
+std::unique_ptr<optim::Optimizer> make_ddp_optimizer(const Setup& s,
+                                                     nn::DistributedDataParallel& ddp) {
+  if (!s.zero) return make_optimizer(s, ddp.module().parameters());
+  RG_CHECK(s.optimizer == "adamw", "Setup: zero needs the adamw optimizer");
+  return std::make_unique<optim::ZeroAdamW>(ddp, adamw_options());
+}
+
+void clip_if_asked(const Setup& s, optim::Optimizer& opt) {
+  if (s.clip <= 0) return;
+  if (auto* zero = dynamic_cast<optim::ZeroAdamW*>(&opt))
+    zero->clip_grad_norm_(s.clip);
+  else
+    optim::clip_grad_norm_(opt.parameters(), s.clip);
+}
+
+// Per moment: ZeroAdamW's slices of the buckets, or (AdamW, SGD) one per parameter element.
+int64_t state_elements(const optim::Optimizer& opt) {
+  if (auto* zero = dynamic_cast<const optim::ZeroAdamW*>(&opt)) return zero->shard_numel();
+  int64_t elements = 0;
+  for (const Tensor& p : opt.parameters()) elements += p.numel();
+  return elements;
+}
+
+}  // namespace
 
 std::vector<Tensor> train_single_process(const Setup& s) {
   auto model = make_model(s, 100);
@@ -94,12 +143,14 @@ std::vector<Tensor> train_single_process(const Setup& s) {
     auto [x, y] = global_batch(s, step);
     opt->zero_grad();
     loss_of(s, *model, x, y, counted(y)).backward();
+    clip_if_asked(s, *opt);
     opt->step();
   }
   return model->parameters();
 }
 
-RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group) {
+RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
+                          const std::function<void(dist::ProcessGroup&)>& at_end) {
   int rank = group.rank();
   // Different initial weights per rank: DDP must broadcast rank 0's.
   auto model = make_model(s, 100 + uint64_t(rank) * 7);
@@ -109,43 +160,56 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group) {
   o.first_bucket_cap_mb = s.first_bucket_cap_mb;
   o.gradient_as_bucket_view = s.grad_view;
   o.overlap = s.overlap;
+  o.zero_stage = s.zero ? 1 : 0;
   nn::DistributedDataParallel ddp(model, group, o);
-  auto opt = make_optimizer(s, model->parameters());
+  auto opt = make_ddp_optimizer(s, ddp);
+  resume_if_asked(s, *model, *opt);
+  // ZeRO reduce-scatters where plain DDP all-reduces: count the gradient collective.
+  dist::Collective reduction =
+      s.zero ? dist::Collective::reduce_scatter : dist::Collective::allreduce;
   RankResult result;
-  for (int step = 0; step < s.steps; ++step) {
+  for (int step = s.first_step; step < s.first_step + s.steps; ++step) {
     auto [x, y] = global_batch(s, step);
     double denominator = counted(y) / s.world;  // DDP averages over ranks
     int64_t per_rank = int64_t(s.accum) * s.micro;
     opt->zero_grad();
-    int64_t before = int64_t(group.collectives_issued(dist::Collective::allreduce));
+    int64_t before = int64_t(group.collectives_issued(reduction));
     int64_t buckets = int64_t(ddp.reducer().bucket_count());
     for (int k = 0; k < s.accum; ++k) {
       int64_t start = rank * per_rank + k * s.micro;
       Tensor xm = x.narrow(0, start, s.micro), ym = y.narrow(0, start, s.micro);
       bool last = k + 1 == s.accum;
       auto guard = last ? nn::NoSyncGuard() : ddp.no_sync();
-      int64_t before_micro = int64_t(group.collectives_issued(dist::Collective::allreduce));
+      int64_t before_micro = int64_t(group.collectives_issued(reduction));
       ddp.pre_forward();
       loss_of(s, ddp.module(), xm, ym, denominator).backward();
       if (!last)
         result.allreduces_inside_no_sync +=
-            int64_t(group.collectives_issued(dist::Collective::allreduce)) - before_micro;
+            int64_t(group.collectives_issued(reduction)) - before_micro;
     }
-    result.allreduces_per_step.push_back(
-        int64_t(group.collectives_issued(dist::Collective::allreduce)) - before);
+    result.allreduces_per_step.push_back(int64_t(group.collectives_issued(reduction)) - before);
     result.buckets_per_step.push_back(buckets);
+    clip_if_asked(s, *opt);
     opt->step();
   }
+  result.state_elements = state_elements(*opt);
+  result.optimizer_state = copy_of(opt->state_dict());
+  for (size_t b = 0; b < ddp.reducer().bucket_count(); ++b)
+    result.largest_bucket_elements =
+        std::max(result.largest_bucket_elements, ddp.reducer().transport().buffer(b).numel());
+  if (at_end) at_end(group);
   for (auto& p : model->parameters()) result.params.push_back(p.detach().clone());
   return result;
 }
 
-std::vector<RankResult> train_ddp_threads(const Setup& s) {
+std::vector<RankResult> train_ddp_threads(const Setup& s,
+                                          const std::function<void(dist::ProcessGroup&)>& at_end) {
   std::vector<RankResult> results(s.world);
   dist::Options options;
   options.timeout = std::chrono::milliseconds(20000);
   dist::run_threads(
-      s.world, [&](dist::ProcessGroup& group) { results[group.rank()] = train_ddp_rank(s, group); },
+      s.world,
+      [&](dist::ProcessGroup& group) { results[group.rank()] = train_ddp_rank(s, group, at_end); },
       options);
   return results;
 }

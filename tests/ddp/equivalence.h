@@ -2,11 +2,13 @@
 // batches, bucket cap, grad-as-bucket-view, overlap, dtype), run as DDP on thread ranks and
 // as a single process on the whole batch, from the same initial weights and data.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/process_group.h"
+#include "nn/state_dict.h"
 #include "ringgrad.h"
 
 namespace rg::testing {
@@ -25,6 +27,13 @@ struct Setup {
   std::string optimizer = "sgd";  // "sgd" (momentum) or "adamw"
   bool bias = true;               // GPT linear/layernorm biases
   bool checkpoint = false;        // GPT: activation checkpointing in the DDP ranks only
+  bool zero = false;              // DDP ranks: zero_stage 1 with optim::ZeroAdamW (needs "adamw")
+  double clip = 0;                // > 0: clip the gradients' global norm to this before each step
+  // Resuming (DDP ranks): the data of steps [first_step, first_step + steps), starting from
+  // these weights (when given) and this optimizer state (when not empty).
+  int first_step = 0;
+  std::vector<Tensor> initial_params;
+  nn::StateDict optimizer_state;
 };
 
 struct RankResult {
@@ -32,6 +41,9 @@ struct RankResult {
   std::vector<int64_t> allreduces_per_step;
   std::vector<int64_t> buckets_per_step;
   int64_t allreduces_inside_no_sync = 0;
+  int64_t state_elements = 0;           // per moment of the optimizer's state on this rank
+  int64_t largest_bucket_elements = 0;  // padding included
+  nn::StateDict optimizer_state;        // the optimizer's state_dict after training (copies)
 };
 
 // Building blocks, shared with the Join tests (join_training.h).
@@ -49,9 +61,12 @@ double counted(const Tensor& targets);
 
 std::vector<Tensor> train_single_process(const Setup& s);
 // One result per rank (ranks run as threads of this process).
-std::vector<RankResult> train_ddp_threads(const Setup& s);
-// The body of one rank, reusable by the process-based test program.
-RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group);
+std::vector<RankResult> train_ddp_threads(
+    const Setup& s, const std::function<void(dist::ProcessGroup&)>& at_end = {});
+// The body of one rank, reusable by the process-based test program. `at_end`, if set, runs
+// on every rank after training while the model and optimizer are still alive.
+RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
+                          const std::function<void(dist::ProcessGroup&)>& at_end = {});
 
 double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
 bool bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b);

@@ -1,0 +1,82 @@
+// ZeroAdamW: AdamW whose state is sharded across the data-parallel ranks — ZeRO stage 1
+// (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+// Models", 2020; PyTorch's ZeroRedundancyOptimizer plays the same role).
+//
+// It works on the buckets of a DistributedDataParallel built with zero_stage = 1: each
+// bucket is a flat buffer padded to a multiple of the world size N, and after a synchronised
+// backward rank r holds the averaged gradient of its slice r (elements [r n/N, (r+1) n/N))
+// of every bucket. step():
+//   1. for each bucket, the pieces of parameters that fall in slice r are updated with the
+//      fused AdamW kernel (gradient = the bucket slice; exp_avg, exp_avg_sq = slices of this
+//      rank's state, which is 1/N of AdamW's), and written into the bucket slice;
+//   2. every bucket is all-gathered in place, so it holds all updated parameters;
+//   3. each parameter is copied back from its bucket slot — identical bits on every rank.
+// clip_grad_norm_ clips by the global norm: each rank's sum of squares over its shards,
+// all-reduced. Semantics match AdamW when every parameter gets a gradient every step (DDP
+// guarantees one; find_unused_parameters gives zeros): a single step count is kept.
+#pragma once
+#include "nn/ddp.h"
+#include "nn/optim/adamw.h"
+
+namespace rg::optim {
+
+class ZeroAdamW : public Optimizer {
+ public:
+  // Every parameter of `groups` must be one that `ddp` reduces, and vice versa.
+  ZeroAdamW(nn::DistributedDataParallel& ddp, std::vector<ParamGroup> groups,
+            AdamWOptions options = {});
+  ZeroAdamW(nn::DistributedDataParallel& ddp, AdamWOptions options = {});
+  // Collective: every rank calls it after the same synchronised backward.
+  void step() override;
+  // Collective. Scales the averaged gradient shards so that their global L2 norm is at most
+  // max_norm (scale max_norm / (norm + 1e-6) when < 1, like clip_grad_norm_); returns the
+  // norm before clipping.
+  double clip_grad_norm_(double max_norm);
+  // Collective. The global L2 norm of the averaged gradients, without clipping.
+  double grad_norm() const;
+  // Elements of optimizer state per moment on this rank (sum of its bucket slices).
+  int64_t shard_numel() const;
+  int64_t steps() const { return step_; }
+  // A sharded checkpoint: this rank's pieces of the moments, keyed by parameter and element
+  // offset so that they do not depend on the world size or the buckets: "step" and
+  // "piece.{param}.{offset}.exp_avg" / ".exp_avg_sq" (param: index in the DDP's parameters,
+  // offset: first element in the flattened parameter). The union of every rank's dict
+  // (merge_state_dicts) describes the whole state.
+  nn::StateDict state_dict() const override;
+  // Takes this rank's slices out of a union of pieces saved at any world size and bucket
+  // layout; throws naming the parameter whose elements no piece covers.
+  void load_state_dict(const nn::StateDict& dict) override;
+  static nn::StateDict merge_state_dicts(const std::vector<nn::StateDict>& ranks);
+  AdamWOptions options;
+
+ private:
+  // The part of one parameter inside this rank's slice of a bucket.
+  struct Segment {
+    size_t param;          // index into the reducer's parameters
+    int64_t param_offset;  // first element, in the flattened parameter
+    int64_t shard_offset;  // first element, from the start of the slice
+    int64_t length;
+    double weight_decay;
+  };
+  // This rank's slice of one bucket, and its optimizer state.
+  struct Shard {
+    size_t bucket;
+    int64_t start, numel;  // in the bucket's buffer
+    std::vector<Segment> segments;
+    Tensor exp_avg, exp_avg_sq;
+  };
+
+  void plan_shards(const std::vector<double>& weight_decays);
+  std::vector<double> weight_decay_per_param() const;
+  Tensor gradient_shard(const Shard& shard) const;
+  void update_shard(Shard& shard);
+  void gather_parameters();
+  void load_segment(const nn::StateDict& dict, const Segment& segment, Shard& shard);
+
+  nn::Reducer& reducer_;
+  std::vector<Shard> shards_;
+  int64_t step_ = 0;
+  uint64_t launches_at_last_step_ = 0;
+};
+
+}  // namespace rg::optim

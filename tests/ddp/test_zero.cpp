@@ -1,0 +1,198 @@
+// ZeRO stage 1 (DDPOptions::zero_stage = 1 with optim::ZeroAdamW), as tests: the same model
+// as plain DDP with AdamW after 3 steps for world 1/2/4 x accumulation 1/2 (f64, 1e-10:
+// the reduce-scatter sums in ring order where the all-reduce sums in rank order), with and
+// without global-norm clipping; bit-identical ranks; one reduce-scatter per bucket per step
+// and none inside no_sync; optimizer state per rank 1/N of DDP's per the memory report; and
+// the errors of a wrong set-up.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/memory_accounting.h"
+#include "dist/threads_group.h"
+#include "equivalence.h"
+#include "nn/layers.h"
+#include "nn/optim/zero_adamw.h"
+
+using namespace rg;
+using namespace rg::testing;
+
+namespace {
+
+Setup zero_setup(int world, int accum) {
+  Setup s;
+  s.world = world;
+  s.accum = accum;
+  s.optimizer = "adamw";
+  s.bucket_cap_mb = 1.0 / 1024;  // 1 KiB: several buckets, parameters cut across shards
+  s.first_bucket_cap_mb = 0.5 / 1024;
+  return s;
+}
+
+std::string describe(const Setup& s) {
+  std::ostringstream os;
+  os << s.model << " world=" << s.world << " accum=" << s.accum << " clip=" << s.clip;
+  return os.str();
+}
+
+void check_zero_equals_ddp(Setup s) {
+  INFO(describe(s));
+  s.zero = false;
+  std::vector<RankResult> ddp = train_ddp_threads(s);
+  s.zero = true;
+  std::vector<RankResult> zero = train_ddp_threads(s);
+  double diff = max_relative_difference(zero[0].params, ddp[0].params);
+  INFO("max relative difference ZeRO-1 vs DDP: " << diff);
+  CHECK(diff <= 1e-10);
+  CHECK(max_relative_difference(zero[0].params, train_single_process(s)) <= 1e-10);
+  for (int r = 1; r < s.world; ++r) CHECK(bit_identical(zero[r].params, zero[0].params));
+  for (const RankResult& rr : zero) {
+    CHECK(rr.allreduces_inside_no_sync == 0);              // reduce-scatters, for ZeRO
+    CHECK(rr.allreduces_per_step == rr.buckets_per_step);  // one per bucket per step
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-1 equals plain DDP with AdamW: world 1/2/4 x accumulation 1/2 (f64)") {
+  for (int world : {1, 2, 4})
+    for (int accum : {1, 2}) check_zero_equals_ddp(zero_setup(world, accum));
+}
+
+TEST_CASE("ZeRO-1 clips by the global norm across the shards like clip_grad_norm_") {
+  for (int world : {2, 4}) {
+    Setup s = zero_setup(world, 2);
+    s.clip = 0.05;  // below the gradients' norm: every step clips
+    check_zero_equals_ddp(s);
+  }
+}
+
+TEST_CASE("ZeRO-1 equals plain DDP on a GPT (f64, AdamW)") {
+  Setup s = zero_setup(2, 2);
+  s.model = "gpt";
+  s.bucket_cap_mb = 4.0 / 1024;
+  check_zero_equals_ddp(s);
+}
+
+namespace {
+
+// Optimizer-state bytes of the memory report while every rank's optimizer is alive (between
+// two barriers after training), over the report before the run.
+size_t optimizer_state_bytes_of_all_ranks(const Setup& s, std::vector<RankResult>& ranks) {
+  size_t before = memory_category_stats(kCPU).at(MemoryCategory::optimizer_state);
+  size_t during = 0;
+  ranks = train_ddp_threads(s, [&](dist::ProcessGroup& group) {
+    group.barrier()->wait();
+    if (group.rank() == 0) during = memory_category_stats(kCPU).at(MemoryCategory::optimizer_state);
+    group.barrier()->wait();
+  });
+  return during - before;
+}
+
+}  // namespace
+
+// The ranks are threads of this one process, so the memory report cannot tell them apart:
+// it counts the optimizer state of all N ranks together. That sum is honest for a per-rank
+// claim because ZeRO's ranks hold equal shares by construction (each bucket is padded to a
+// multiple of N and every rank keeps exactly 1/N of it, checked below from shard_numel), so
+// one rank's state is the report's sum / N — as DDP's is. The claim: ZeRO per rank is DDP
+// per rank / N, up to one bucket of padding and the allocator's block rounding.
+TEST_CASE("ZeRO-1 optimizer state per rank is 1/N of DDP's within one bucket (memory report)") {
+  for (int world : {2, 4}) {
+    INFO("world=" << world);
+    Setup s = zero_setup(world, 1);
+    s.model = "gpt";  // ~7k parameters in ~20 buckets: one bucket is small against the total
+    s.steps = 1;
+    std::vector<RankResult> ddp, zero;
+    s.zero = false;
+    double ddp_per_rank = double(optimizer_state_bytes_of_all_ranks(s, ddp)) / world;
+    s.zero = true;
+    double zero_per_rank = double(optimizer_state_bytes_of_all_ranks(s, zero)) / world;
+    for (const RankResult& r : zero) CHECK(r.state_elements == zero[0].state_elements);
+    CHECK(zero[0].state_elements * world >= ddp[0].state_elements);
+    double one_bucket = 2.0 * double(zero[0].largest_bucket_elements) * sizeof(double);
+    INFO("per rank: DDP " << ddp_per_rank << " B, ZeRO " << zero_per_rank << " B, one bucket "
+                          << one_bucket << " B");
+    CHECK(ddp_per_rank >= 2.0 * double(ddp[0].state_elements) * sizeof(double));
+    CHECK(std::abs(zero_per_rank - ddp_per_rank / world) <= one_bucket);
+  }
+}
+
+namespace {
+std::shared_ptr<nn::Module> small_mlp() {
+  Generator gen{5, 0};
+  return std::make_shared<nn::MLP>(std::vector<int64_t>{4, 8, 2}, nn::Activation::relu, true, &gen);
+}
+dist::Options quick() {
+  dist::Options o;
+  o.timeout = std::chrono::milliseconds(5000);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("ZeroAdamW needs a zero_stage 1 DDP, a synchronised backward, no bucket views") {
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           1,
+                           [](dist::ProcessGroup& group) {
+                             nn::DistributedDataParallel ddp(small_mlp(), group);
+                             optim::ZeroAdamW opt(ddp);
+                           },
+                           quick()),
+                       doctest::Contains("zero_stage 0; construct it with"), Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           2,
+                           [](dist::ProcessGroup& group) {
+                             nn::DDPOptions o;
+                             o.zero_stage = 1;
+                             nn::DistributedDataParallel ddp(small_mlp(), group, o);
+                             optim::ZeroAdamW opt(ddp);
+                             opt.step();
+                           },
+                           quick()),
+                       doctest::Contains("no synchronised backward since the last step"), Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           1,
+                           [](dist::ProcessGroup& group) {
+                             nn::DDPOptions o;
+                             o.zero_stage = 1;
+                             o.gradient_as_bucket_view = true;
+                             nn::DistributedDataParallel ddp(small_mlp(), group, o);
+                           },
+                           quick()),
+                       doctest::Contains("zero_stage 1 cannot keep gradients as bucket views"),
+                       Error);
+}
+
+// World 2 x accumulation 2, world 4 x 1 and world 1 x 4 see the same global batch of 12
+// examples per step, so a run can change world size at a checkpoint and stay the same run.
+TEST_CASE("ZeRO-1 resumed from a sharded checkpoint at another world size equals the whole run") {
+  Setup whole = zero_setup(2, 2);
+  whole.zero = true;
+  whole.steps = 6;
+  std::vector<RankResult> uninterrupted = train_ddp_threads(whole);
+  Setup first_half = whole;
+  first_half.steps = 3;
+  std::vector<RankResult> half = train_ddp_threads(first_half);
+  std::vector<nn::StateDict> shards;  // the sharded checkpoint: one dict per rank
+  for (const RankResult& r : half) shards.push_back(r.optimizer_state);
+  for (auto [world, accum] : {std::pair{4, 1}, std::pair{1, 4}}) {
+    INFO("resumed at world=" << world << " accum=" << accum);
+    Setup second_half = zero_setup(world, accum);
+    second_half.zero = true;
+    second_half.first_step = 3;
+    second_half.initial_params = half[0].params;
+    second_half.optimizer_state = optim::ZeroAdamW::merge_state_dicts(shards);
+    std::vector<RankResult> resumed = train_ddp_threads(second_half);
+    double diff = max_relative_difference(resumed[0].params, uninterrupted[0].params);
+    INFO("max relative difference to the uninterrupted run: " << diff);
+    CHECK(diff <= 1e-10);
+    for (int r = 1; r < world; ++r) CHECK(bit_identical(resumed[r].params, resumed[0].params));
+  }
+  Setup missing_rank = zero_setup(1, 4);
+  missing_rank.zero = true;
+  missing_rank.first_step = 3;
+  missing_rank.optimizer_state = shards[0];  // rank 1's pieces left out
+  CHECK_THROWS_WITH_AS(train_ddp_threads(missing_rank),
+                       doctest::Contains("a rank's state dict is missing from the merge?"), Error);
+}

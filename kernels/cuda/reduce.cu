@@ -78,6 +78,22 @@ struct Reducer {
 namespace {
 using reduce_detail::Reducer;
 
+// One thread's reduction of output o (offsets off) over reduction indices [begin, end).
+template <ReduceOp Op, typename T>
+__device__ typename Reducer<Op, T>::State thread_reduce_range(int64_t begin, int64_t end,
+                                                              int64_t in_offset,
+                                                              const OffsetCalc<1>& reduced,
+                                                              const T* in) {
+  using R = Reducer<Op, T>;
+  typename R::State s = R::identity();
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t ri;
+    reduced.offsets(i, &ri);
+    s = R::pick(s, R::element(in[in_offset + ri], i));
+  }
+  return s;
+}
+
 template <ReduceOp Op, typename T>
 __global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> kept,
                                      OffsetCalc<1> reduced, typename Reducer<Op, T>::Out* out,
@@ -87,13 +103,7 @@ __global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> k
   if (o >= outputs) return;
   int64_t off[2];
   kept.offsets(o, off);
-  typename R::State s = R::identity();
-  for (int64_t i = 0; i < r; ++i) {
-    int64_t ri;
-    reduced.offsets(i, &ri);
-    s = R::pick(s, R::element(in[off[1] + ri], i));
-  }
-  out[off[0]] = R::finish(s, r);
+  out[off[0]] = R::finish(thread_reduce_range<Op, T>(0, r, off[1], reduced, in), r);
 }
 
 // Combines the block's per-thread states (warp shuffles, then one warp over the warps'
@@ -171,20 +181,14 @@ template <ReduceOp Op, typename T>
 __global__ void reduce_column_chunks_kernel(int64_t outputs, int64_t r, int64_t rows_per_chunk,
                                             OffsetCalc<2> kept, OffsetCalc<1> reduced,
                                             typename Reducer<Op, T>::V* partials, const T* in) {
-  using R = Reducer<Op, T>;
   int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outputs) return;
   int64_t off[2];
   kept.offsets(o, off);
   const int64_t begin = int64_t(blockIdx.y) * rows_per_chunk;
   const int64_t end = begin + rows_per_chunk < r ? begin + rows_per_chunk : r;
-  typename R::State s = R::identity();
-  for (int64_t i = begin; i < end; ++i) {
-    int64_t ri;
-    reduced.offsets(i, &ri);
-    s = R::pick(s, R::element(in[off[1] + ri], i));
-  }
-  partials[int64_t(blockIdx.y) * outputs + o] = s.value;
+  partials[int64_t(blockIdx.y) * outputs + o] =
+      thread_reduce_range<Op, T>(begin, end, off[1], reduced, in).value;
 }
 
 // Second pass: each output combines its chunks in chunk order.

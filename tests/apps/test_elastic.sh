@@ -10,44 +10,11 @@
 set -u
 RGRUN=$1
 RGTRAIN=$2
-TMP=$(mktemp -d)
-JOB=
-cleanup() {
-  [ -n "$JOB" ] && kill -KILL "$JOB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-FAILS=0
-LIMIT=120
+source "$(dirname "${BASH_SOURCE[0]}")/job_helpers.sh"
 export RG_DIST_TIMEOUT=60  # no check here waits for a timeout
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 12 --micro-batch 2
       --eval-every 0 --warmup 2 --print-every 1 --checkpoint-every 2)
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
-expect() {  # expect NAME CONDITION-COMMAND...
-  local name=$1
-  shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
-has() { grep -qF -- "$2" "$1"; }
-hasnt() { ! grep -qF -- "$2" "$1"; }
 count() { grep -cF -- "$2" "$1"; }
-start_job() {  # start_job NAME ARGS...: in the background, output in $TMP/NAME.out
-  local name=$1
-  shift
-  "$@" >"$TMP/$name.out" 2>&1 &
-  JOB=$!
-  OUT="$TMP/$name.out"
-}
-wait_for() {  # true once the job's output has $1; false when it ended or LIMIT passed first
-  local i
-  for ((i = 0; i < LIMIT * 10; ++i)); do
-    grep -qF -- "$1" "$OUT" && return 0
-    kill -0 "$JOB" 2>/dev/null || { grep -qF -- "$1" "$OUT"; return; }
-    sleep 0.1
-  done
-  return 1
-}
 finish_job() {  # waits for the job (at most LIMIT seconds, then kills it); sets RC
   local i
   for ((i = 0; i < LIMIT * 10; ++i)); do
@@ -58,12 +25,6 @@ finish_job() {  # waits for the job (at most LIMIT seconds, then kills it); sets
   wait "$JOB"
   RC=$?
   JOB=
-}
-rank_pid() {  # the pid of rank $1 among rgrun's children (from its environment)
-  local p
-  for p in $(pgrep -P "$JOB"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1" && { echo "$p"; return; }
-  done
 }
 no_temp_files() { [ -z "$(find "$1" -name '*.tmp.*' 2>/dev/null)" ]; }
 checkpoint_step() {

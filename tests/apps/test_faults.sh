@@ -9,56 +9,13 @@
 set -u
 RGRUN=$1
 RGTRAIN=$2
-TMP=$(mktemp -d)
-JOB=
-cleanup() {
-  [ -n "$JOB" ] && kill -KILL "$JOB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-FAILS=0
-LIMIT=120
+source "$(dirname "${BASH_SOURCE[0]}")/job_helpers.sh"
 export RG_DIST_TIMEOUT=8  # a stopped rank is noticed after 8 s (ample for a loaded machine)
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 12 --micro-batch 2
       --eval-every 0 --warmup 2 --print-every 1)
 # the same model trained on a text file (--data)
 TEXT_MODEL=(--layers 1 --heads 2 --width 16 --global-batch 12 --micro-batch 2 --context 8
             --eval-every 0 --steps 3)
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
-expect() {  # expect NAME CONDITION-COMMAND...
-  local name=$1
-  shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
-has() { grep -qF -- "$2" "$1"; }
-hasnt() { ! grep -qF -- "$2" "$1"; }
-
-# start_job NAME ENV... -- ARGS: rgrun in the background, output in $TMP/NAME.out
-start_job() {
-  local name=$1
-  shift
-  env "$@" >"$TMP/$name.out" 2>&1 &
-  JOB=$!
-  OUT="$TMP/$name.out"
-}
-# Waits until the job's output has PATTERN (true) or the job ended or the limit passed.
-wait_for() {
-  local i
-  for ((i = 0; i < LIMIT * 10; ++i)); do
-    grep -qF -- "$1" "$OUT" && return 0
-    kill -0 "$JOB" 2>/dev/null || { grep -qF -- "$1" "$OUT"; return; }
-    sleep 0.1
-  done
-  return 1
-}
-# The pid of rank R among rgrun's children (from its environment).
-rank_pid() {
-  local p
-  for p in $(pgrep -P "$JOB"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1" && { echo "$p"; return; }
-  done
-}
 all_rank_pids() { for r in "$@"; do rank_pid "$r"; done; }
 finish_job() {  # waits for the job; sets RC
   wait "$JOB"

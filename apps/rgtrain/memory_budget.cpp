@@ -1,11 +1,12 @@
 // See memory_budget.h.
 #include "apps/rgtrain/memory_budget.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <numeric>
-#include <regex>
 
 #include "apps/rgtrain/agreement.h"
 #include "apps/rgtrain/data.h"
@@ -77,19 +78,20 @@ int64_t agree_on_minimum(RunState& s, int64_t mine) {
 }  // namespace
 
 uint64_t parse_memory_budget(const std::string& text) {
-  static const std::regex pattern(R"(\s*([0-9]+(?:\.[0-9]*)?)\s*(|B|KB|MB|GB|KiB|MiB|GiB)\s*)");
-  std::smatch m;
-  if (!std::regex_match(text, m, pattern))
+  static const std::pair<const char*, double> units[] = {
+      {"", 1.0},   {"B", 1.0},      {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) ||
+                                  (text[digits] == '.' && digits > 0)))
+    ++digits;
+  const std::string number = text.substr(0, digits), unit = text.substr(digits);
+  double scale = 0;
+  for (const auto& [name, factor] : units)
+    if (unit == name) scale = factor;
+  if (digits == 0 || scale == 0 || std::count(number.begin(), number.end(), '.') > 1)
     fail("--memory-budget: '", text, "' is not a size (examples: 2GiB, 512MiB, 1.5GB, 65536)");
-  const std::string unit = m[2];
-  const double scale = unit == "KiB"   ? 1024.0
-                       : unit == "MiB" ? 1048576.0
-                       : unit == "GiB" ? 1073741824.0
-                       : unit == "KB"  ? 1e3
-                       : unit == "MB"  ? 1e6
-                       : unit == "GB"  ? 1e9
-                                       : 1.0;
-  const double bytes = std::stod(m[1]) * scale;
+  const double bytes = std::stod(number) * scale;
   if (!(bytes >= 1 && bytes < 1.8e19)) fail("--memory-budget: '", text, "' is out of range");
   return uint64_t(bytes);
 }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/autocast_mode.h"
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
 #include "autograd/meta.h"
@@ -117,6 +118,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   } restore{previous_callbacks};
 
   NoGradGuard no_grad;
+  AutocastOffGuard autocast_off;  // derivatives compute in the dtypes the forward saved
   std::unordered_map<Node*, Tensor> pending;
   pending[root_node.get()] = root_grad;
   ReadyQueue ready;

@@ -1,6 +1,7 @@
 // Activation checkpointing; see checkpoint.h.
 #include "nn/checkpoint.h"
 
+#include "autograd/autocast_mode.h"
 #include "autograd/grad_mode.h"
 #include "nn/layers.h"
 #include "ops/record.h"
@@ -38,6 +39,8 @@ struct CheckpointDerivative {
   std::vector<bool> input_needs_grad;
   std::vector<Generator*> generators;
   std::vector<Generator> states;  // at forward time
+  bool autocast = false;          // the forward's autocast state, restored to recompute
+  DType autocast_dtype = DType::bf16;
 
   std::vector<Tensor> operator()(const Tensor& grad) const {
     std::vector<Tensor> detached;
@@ -48,6 +51,7 @@ struct CheckpointDerivative {
     Tensor out;
     {
       GradModeGuard enable(true);  // backward runs with it off
+      AutocastGuard same_precision(autocast_dtype, autocast);
       ReplayGenerators replay(generators, states);
       out = fn(detached);
     }
@@ -67,6 +71,8 @@ Tensor checkpoint(CheckpointFn fn, const std::vector<Tensor>& inputs,
   if (!GradMode::is_enabled() || !needs_grad(inputs)) return fn(inputs);
   CheckpointDerivative d;
   for (Generator* g : generators) d.states.push_back(*g);
+  d.autocast = AutocastMode::is_enabled();
+  d.autocast_dtype = AutocastMode::lower_dtype();
   Tensor out;
   {
     NoGradGuard no_graph;

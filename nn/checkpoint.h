@@ -5,7 +5,8 @@
 // inputs, and backpropagates through the recomputed graph: the parameters fn uses get their
 // gradients there (post-accumulate hooks, and so the DDP reducer, fire as usual), and the
 // inputs' gradients flow on. The generators listed are set back to their state at forward
-// time for the recomputation (dropout draws the same mask), then restored. The result is the
+// time for the recomputation (dropout draws the same mask), then restored; so is the forward's
+// autocast state (the recomputation casts as the forward did). The result is the
 // same as without checkpointing, bit for bit on the cpu: same kernels, same order.
 // Limits: fn returns one tensor; with grad mode off, or when no input requires grad, fn
 // simply runs (nothing would flow back to the inputs, as in PyTorch's reentrant variant).

@@ -4,6 +4,7 @@
 // mean divides by the number of counted rows (so gradient accumulation must weight
 // micro-batches by that count, see docs/gradient-accumulation.md).
 #include "kernels/builtin.h"
+#include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -27,8 +28,9 @@ struct CrossEntropyDerivative {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, Reduction reduction,
+Tensor cross_entropy(const Tensor& logits_given, const Tensor& targets_in, Reduction reduction,
                      int64_t ignore_index) {
+  const Tensor logits_in = autocast(AutocastOp::cross_entropy, logits_given);
   check_defined("cross_entropy", logits_in, "logits");
   check_defined("cross_entropy", targets_in, "targets");
   check_same_device("cross_entropy", logits_in, targets_in);
@@ -39,8 +41,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, Reductio
   RG_CHECK(logits_in.dim() >= 1, "cross_entropy: logits need a class dim, got shape ",
            shape_str(logits_in.shape()));
   Shape lead(logits_in.shape().begin(), logits_in.shape().end() - 1);
-  RG_CHECK(targets_in.shape() == lead, "cross_entropy: logits of shape ", shape_str(logits_in.shape()),
-           " need targets of shape ", shape_str(lead), ", got ", shape_str(targets_in.shape()));
+  RG_CHECK(targets_in.shape() == lead, "cross_entropy: logits of shape ",
+           shape_str(logits_in.shape()), " need targets of shape ", shape_str(lead), ", got ",
+           shape_str(targets_in.shape()));
   int64_t C = logits_in.size(-1);
   Tensor logits = contiguous(reshape(logits_in, {-1, C}));
   Tensor targets = contiguous(targets_in.to(DType::i64)).reshape({-1});
@@ -52,10 +55,13 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, Reductio
            CrossEntropyDerivative{SavedTensor(logits, "cross_entropy"),
                                   SavedTensor(targets, "cross_entropy"), ignore_index});
   switch (reduction) {
-    case Reduction::none: return reshape(loss, lead);
-    case Reduction::sum: return sum(loss);
+    case Reduction::none:
+      return reshape(loss, lead);
+    case Reduction::sum:
+      return sum(loss);
     case Reduction::mean: {
-      Tensor counted = sum(ne(targets, scalar_tensor(double(ignore_index), DType::i64, targets.device())));
+      Tensor counted =
+          sum(ne(targets, scalar_tensor(double(ignore_index), DType::i64, targets.device())));
       return div(sum(loss), counted.to(loss.dtype()));
     }
   }

@@ -3,7 +3,10 @@
 // the row's gradient kernel (or passes g through when the gradient is just `g`). Binary ops
 // broadcast (NumPy rules) and promote dtypes (bool < int < float), then apply the row's
 // dtype rule; the gradient of a broadcast input is summed back to its shape (sum_to).
-// An op records a node when its output is floating and an input requires grad.
+// An op records a node when its output is floating and an input requires grad. It saves for
+// backward only the tensors its row's gradient reads (add saves nothing, mul its inputs, exp
+// its output), read off the row's gradient text.
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -48,25 +51,64 @@ Tensor unary_raw(UnaryOp op, const Tensor& x) {
   return out;
 }
 
+// Whether a gradient expression of the table reads variable `name` (x, a, b or y): whether
+// the one-letter identifier appears as a token of its text.
+bool expression_reads(std::string_view expr, char name) {
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < expr.size(); ++i)
+    if (expr[i] == name && (i == 0 || !is_word(expr[i - 1])) &&
+        (i + 1 == expr.size() || !is_word(expr[i + 1])))
+      return true;
+  return false;
+}
+
+// Whether the gradients of `op` that will run (unary: need[0]) read `name`.
+bool gradient_reads(const ElementwiseInfo& op, const bool need[2], char name) {
+  for (int i = 0; i < 2; ++i)
+    if (need[i] && op.gradient[i] && !op.gradient_is_g[i] && expression_reads(op.gradient[i], name))
+      return true;
+  return false;
+}
+
+// t saved for backward when the gradient reads it, else an empty slot.
+SavedTensor save_if_read(const ElementwiseInfo& op, const bool need[2], char name,
+                         const Tensor& t) {
+  return gradient_reads(op, need, name) ? SavedTensor(t, op.name) : SavedTensor();
+}
+
+// A saved operand, or g in the place of one the gradient does not read (never looked at).
+Tensor saved_or(const SavedTensor& saved, const Tensor& g) {
+  Tensor t = saved.get();
+  return t.defined() ? t : g;
+}
+
 // The gradient of an input: the row's gradient kernel, or g itself when the row's gradient
-// is `g`; binary gradients are summed back to the input's (broadcast) shape.
-Tensor unary_gradient(UnaryOp op, const Tensor& g_in, const Tensor& x, const Tensor& y) {
+// is `g`; binary gradients are summed back to the input's (broadcast) shape. `dtype` is the
+// output's (all operands' after promotion).
+Tensor unary_gradient(UnaryOp op, const Tensor& g_in, const SavedTensor& x, const SavedTensor& y,
+                      DType dtype) {
   if (info(op).gradient_is_g[0]) return g_in;
-  Tensor g = g_in.to(y.dtype());
-  Tensor grad = empty(x.shape(), x.dtype(), x.device());
-  if (grad.numel()) RG_KERNEL(x.device(), unary_backward)(op, grad, g, x, y);
+  Tensor g = g_in.to(dtype);
+  Tensor grad = empty(g.shape(), dtype, g.device());
+  if (grad.numel())
+    RG_KERNEL(g.device(), unary_backward)(op, grad, g, saved_or(x, g), saved_or(y, g));
   return grad;
 }
 
-Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const Tensor& a, const Tensor& b,
-                       const Tensor& y) {
-  const Shape& input_shape = which == 0 ? a.shape() : b.shape();
+struct BinaryOperands {
+  SavedTensor a, b, y;
+  Shape shape_a, shape_b;
+  DType dtype;
+};
+
+Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const BinaryOperands& in) {
+  const Shape& input_shape = which == 0 ? in.shape_a : in.shape_b;
   if (info(op).gradient_is_g[which]) return sum_to(g_in, input_shape);
-  Tensor g = g_in.to(y.dtype());
-  Tensor grad = empty(y.shape(), y.dtype(), y.device());
-  if (grad.numel())
-    RG_KERNEL(y.device(), binary_backward)
-    (op, which, grad, g, expand(a.detach(), y.shape()), expand(b.detach(), y.shape()), y);
+  Tensor g = g_in.to(in.dtype);
+  Tensor grad = empty(g.shape(), in.dtype, g.device());
+  if (grad.numel()) RG_KERNEL(g.device(), binary_backward)
+  (op, which, grad, g, expand(saved_or(in.a, g).detach(), g.shape()),
+   expand(saved_or(in.b, g).detach(), g.shape()), saved_or(in.y, g));
   return sum_to(grad, input_shape);
 }
 
@@ -74,8 +116,9 @@ Tensor binary_gradient(BinaryOp op, int which, const Tensor& g_in, const Tensor&
 struct UnaryDerivative {
   UnaryOp op;
   SavedTensor x, y;
+  DType dtype;
   std::vector<Tensor> operator()(const Tensor& grad) const {
-    return {unary_gradient(op, grad, x.get(), y.get())};
+    return {unary_gradient(op, grad, x, y, dtype)};
   }
 };
 
@@ -83,12 +126,11 @@ struct UnaryDerivative {
 // that input's shape.
 struct BinaryDerivative {
   BinaryOp op;
-  SavedTensor a, b, y;
+  BinaryOperands in;
   bool need_a, need_b;
   std::vector<Tensor> operator()(const Tensor& grad) const {
-    Tensor av = a.get(), bv = b.get(), yv = y.get();
-    return {need_a ? binary_gradient(op, 0, grad, av, bv, yv) : Tensor(),
-            need_b ? binary_gradient(op, 1, grad, av, bv, yv) : Tensor()};
+    return {need_a ? binary_gradient(op, 0, grad, in) : Tensor(),
+            need_b ? binary_gradient(op, 1, grad, in) : Tensor()};
   }
 };
 
@@ -108,9 +150,15 @@ Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   Tensor out = binary_raw(op, a, b);
   if (!is_floating(out.dtype()) || !needs_grad({a, b})) return out;
 
-  record(name, out, {a, b},
-         BinaryDerivative{op, SavedTensor(a, name), SavedTensor(b, name), SavedTensor(out, name),
-                          a.requires_grad(), b.requires_grad()});
+  const bool need[2] = {a.requires_grad(), b.requires_grad()};
+  const ElementwiseInfo& row = info(op);
+  BinaryOperands saved{save_if_read(row, need, 'a', a),
+                       save_if_read(row, need, 'b', b),
+                       save_if_read(row, need, 'y', out),
+                       a.shape(),
+                       b.shape(),
+                       out.dtype()};
+  record(name, out, {a, b}, BinaryDerivative{op, std::move(saved), need[0], need[1]});
   return out;
 }
 
@@ -121,7 +169,11 @@ Tensor unary_op(UnaryOp op, const Tensor& x_in) {
   Tensor out = unary_raw(op, x);
   if (!is_floating(out.dtype()) || !needs_grad({x})) return out;
 
-  record(name, out, {x}, UnaryDerivative{op, SavedTensor(x, name), SavedTensor(out, name)});
+  const bool need[2] = {true, false};
+  const ElementwiseInfo& row = info(op);
+  record(name, out, {x},
+         UnaryDerivative{op, save_if_read(row, need, 'x', x), save_if_read(row, need, 'y', out),
+                         out.dtype()});
   return out;
 }
 

@@ -2,6 +2,7 @@
 // The forward kernel saves mean and rstd per row; the backward kernel computes dx, dw, db
 // in one pass over the rows (rows = all leading dims flattened).
 #include "kernels/builtin.h"
+#include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -31,10 +32,14 @@ struct LayerNormDerivative {
 
 }  // namespace
 
-Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x_given, const Shape& normalized_shape, const Tensor& weight_in,
+                  const Tensor& bias_in, double eps) {
+  const Tensor x_in = autocast(AutocastOp::layer_norm, x_given);
+  const Tensor weight = autocast(AutocastOp::layer_norm, weight_in);
+  const Tensor bias = autocast(AutocastOp::layer_norm, bias_in);
   check_defined("layer_norm", x_in, "input");
-  RG_CHECK(is_floating(x_in.dtype()), "layer_norm: expected a floating-point input, got ", x_in.dtype());
+  RG_CHECK(is_floating(x_in.dtype()), "layer_norm: expected a floating-point input, got ",
+           x_in.dtype());
   int64_t nd = static_cast<int64_t>(normalized_shape.size());
   RG_CHECK(nd >= 1 && nd <= x_in.dim() &&
                Shape(x_in.shape().end() - nd, x_in.shape().end()) == normalized_shape,
@@ -56,8 +61,8 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor w = weight.defined() ? contiguous(weight).reshape({C}) : Tensor();
   Tensor b = bias.defined() ? contiguous(bias).reshape({C}) : Tensor();
   if (out.numel())
-    RG_KERNEL(x.device(), layernorm)(out, mean, rstd, x.detach(), w.defined() ? w.detach() : w,
-                                     b.defined() ? b.detach() : b, eps);
+    RG_KERNEL(x.device(), layernorm)
+    (out, mean, rstd, x.detach(), w.defined() ? w.detach() : w, b.defined() ? b.detach() : b, eps);
   Tensor result = view(out, x_in.shape());
   if (needs_grad({x, w, b})) {
     record("layer_norm", out, {x, w, b},

@@ -3,6 +3,7 @@
 // to the device GEMM kernel, which takes transposed views without copying.
 // Derivatives: dA = dC @ B^T, dB = A^T @ dC, summed over broadcast batch dims.
 #include "kernels/builtin.h"
+#include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -50,8 +51,10 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
       Tensor b3 = reshape(expand(b.detach(), eb), {B, K, N});
       Tensor flat = empty({B, M, N}, a.dtype(), a.device());
       if (flat.numel()) {
-        if (K == 0) RG_KERNEL(a.device(), fill)(flat, 0.0);
-        else RG_KERNEL(a.device(), matmul)(flat, a3, b3);
+        if (K == 0)
+          RG_KERNEL(a.device(), fill)(flat, 0.0);
+        else
+          RG_KERNEL(a.device(), matmul)(flat, a3, b3);
       }
       out = view(flat, out_shape);
     }
@@ -65,7 +68,8 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = autocast(AutocastOp::matmul, a_in), b = autocast(AutocastOp::matmul, b_in);
   check_defined("matmul", a, "first input");
   check_defined("matmul", b, "second input");
   check_same_device("matmul", a, b);
@@ -83,7 +87,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return matmul_nd(a, b);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  const Tensor x = autocast(AutocastOp::linear, x_in);
+  const Tensor weight = autocast(AutocastOp::linear, weight_in);
+  const Tensor bias = autocast(AutocastOp::linear, bias_in);
   RG_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out, in], got shape ",
            shape_str(weight.shape()));
   RG_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ",

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/builtin.h"
+#include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -11,7 +12,8 @@ namespace rg {
 
 namespace {
 
-std::vector<int64_t> normalize_dims(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
+std::vector<int64_t> normalize_dims(const Tensor& x, const std::vector<int64_t>& dims,
+                                    const char* op) {
   std::vector<int64_t> out;
   if (dims.empty()) {
     for (int64_t d = 0; d < x.dim(); ++d) out.push_back(d);
@@ -43,9 +45,12 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims
   std::vector<int64_t> real;
   for (int64_t d : dims)
     if (x.shape()[d] != 1) real.push_back(d);
-  if (!real.empty()) RG_KERNEL(x.device(), reduce)(op, out, x, real);
-  else if (op == ReduceOp::argmax || op == ReduceOp::argmin) RG_KERNEL(x.device(), fill)(out, 0.0);
-  else RG_KERNEL(x.device(), copy)(out, x);
+  if (!real.empty())
+    RG_KERNEL(x.device(), reduce)(op, out, x, real);
+  else if (op == ReduceOp::argmax || op == ReduceOp::argmin)
+    RG_KERNEL(x.device(), fill)(out, 0.0);
+  else
+    RG_KERNEL(x.device(), copy)(out, x);
   return out;
 }
 
@@ -74,9 +79,12 @@ struct ReduceDerivative {
   }
 };
 
-Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>& dims_in, bool keepdim) {
-  const char* name = op == ReduceOp::sum ? "sum" : op == ReduceOp::mean ? "mean"
-                     : op == ReduceOp::max ? "amax" : "amin";
+Tensor reduce_values(ReduceOp op, const Tensor& x_in, const std::vector<int64_t>& dims_in,
+                     bool keepdim) {
+  const char* name = op == ReduceOp::sum    ? "sum"
+                     : op == ReduceOp::mean ? "mean"
+                     : op == ReduceOp::max  ? "amax"
+                                            : "amin";
   check_defined(name, x_in, "input");
   std::vector<int64_t> dims = normalize_dims(x_in, dims_in, name);
   Tensor x = x_in;
@@ -114,10 +122,10 @@ Tensor arg_reduce(ReduceOp op, const Tensor& x, int64_t dim, bool keepdim) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduce_values(ReduceOp::sum, x, dims, keepdim);
+  return reduce_values(ReduceOp::sum, autocast(AutocastOp::sum, x), dims, keepdim);
 }
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduce_values(ReduceOp::mean, x, dims, keepdim);
+  return reduce_values(ReduceOp::mean, autocast(AutocastOp::mean, x), dims, keepdim);
 }
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return reduce_values(ReduceOp::max, x, dims, keepdim);
@@ -125,29 +133,41 @@ Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return reduce_values(ReduceOp::min, x, dims, keepdim);
 }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return arg_reduce(ReduceOp::argmax, x, dim, keepdim); }
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return arg_reduce(ReduceOp::argmin, x, dim, keepdim); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return arg_reduce(ReduceOp::argmax, x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return arg_reduce(ReduceOp::argmin, x, dim, keepdim);
+}
 Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0); }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
-  RG_CHECK(lead >= 0, "sum_to: cannot reduce shape ", shape_str(x.shape()), " to ", shape_str(shape));
+  RG_CHECK(lead >= 0, "sum_to: cannot reduce shape ", shape_str(x.shape()), " to ",
+           shape_str(shape));
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d < lead) dims.push_back(d);
-    else if (shape[d - lead] == 1 && x.shape()[d] != 1) dims.push_back(d);
-    else RG_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce shape ", shape_str(x.shape()),
-                  " to ", shape_str(shape));
+    if (d < lead)
+      dims.push_back(d);
+    else if (shape[d - lead] == 1 && x.shape()[d] != 1)
+      dims.push_back(d);
+    else
+      RG_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce shape ",
+               shape_str(x.shape()), " to ", shape_str(shape));
   }
   Tensor out = dims.empty() ? x : sum(x, dims, true);
   return reshape(out, shape);
 }
 
 Tensor Tensor::sum() const { return rg::sum(*this); }
-Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const { return rg::sum(*this, dims, keepdim); }
+Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
+  return rg::sum(*this, dims, keepdim);
+}
 Tensor Tensor::mean() const { return rg::mean(*this); }
-Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const { return rg::mean(*this, dims, keepdim); }
+Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
+  return rg::mean(*this, dims, keepdim);
+}
 Tensor Tensor::max() const { return rg::amax(*this); }
 Tensor Tensor::max(int64_t dim, bool keepdim) const { return rg::amax(*this, {dim}, keepdim); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return rg::argmax(*this, dim, keepdim); }

@@ -2,6 +2,7 @@
 // Backward uses the output y: softmax dx = y * (dy - sum(dy * y)); log_softmax
 // dx = dy - exp(y) * sum(dy).
 #include "kernels/builtin.h"
+#include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -26,7 +27,8 @@ struct SoftmaxDerivative {
 Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   check_defined(name, x_in, "input");
-  RG_CHECK(is_floating(x_in.dtype()), name, ": expected a floating-point input, got ", x_in.dtype());
+  RG_CHECK(is_floating(x_in.dtype()), name, ": expected a floating-point input, got ",
+           x_in.dtype());
   int64_t d = wrap_dim(dim, x_in.dim(), name);
   Tensor x = contiguous(x_in);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
@@ -37,7 +39,11 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return softmax_impl(autocast(AutocastOp::softmax, x), dim, false);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return softmax_impl(autocast(AutocastOp::log_softmax, x), dim, true);
+}
 
 }  // namespace rg

@@ -68,6 +68,8 @@ Settings shared_settings(const Args& a, int64_t world) {
           {"--weight-decay", fmt("%.17g", a.weight_decay)},
           {"--no-decay", rg::optim::to_string(rg::optim::parse_no_decay(a.no_decay))},
           {"--clip", fmt("%.17g", a.clip)},
+          {"--precision", a.precision},
+          {"--reduce-dtype", a.reduce_dtype},
           {"--zero", str(a.zero)},
           {"--resume", a.resume.empty() ? "no" : a.resume},
           {"WORLD_SIZE", str(world)},

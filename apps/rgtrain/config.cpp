@@ -35,6 +35,11 @@ void add_model_flags(CLI::App& app, Args& a) {
                "GPT: keep only each block's input between forward and backward and recompute "
                "the block in backward (torch.utils.checkpoint per block): less memory, about "
                "one more forward of compute, the same result");
+  app.add_option("--precision", a.precision,
+                 "f32, or bf16 mixed precision: the weights, gradients and optimizer stay f32 "
+                 "and the forward runs under autocast (matmuls in bf16; softmax, layer norm, "
+                 "loss and reductions in f32; docs/nn.md has the table)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--memory-report", a.memory_report,
                "after the first step, print the peak memory of each category (parameters, "
                "gradients, optimizer state, buckets, activations saved for backward, other) in "
@@ -97,6 +102,10 @@ void add_training_flags(CLI::App& app, Args& a) {
 void add_dist_flags(CLI::App& app, Args& a) {
   app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--reduce-dtype", a.reduce_dtype,
+                 "dtype of the gradients on the wire under DDP: f32, or bf16 (half the bytes; "
+                 "PyTorch's bf16_compress_hook; the average is cast back to f32)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--no-overlap", a.no_overlap, "all-reduce after backward, not during it");
   app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");
   app.add_option("--zero", a.zero,

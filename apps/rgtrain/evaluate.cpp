@@ -10,7 +10,10 @@ namespace rgtrain {
 namespace {
 
 auto logits_of(RunState& s) {
-  return [&s](const rg::Tensor& idx) { return s.model->forward(idx); };
+  return [&s](const rg::Tensor& idx) {
+    rg::AutocastGuard autocast(rg::DType::bf16, s.args.precision == "bf16");
+    return s.model->forward(idx);
+  };
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ double gradient_norm(StepContext& c) {
 
 rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
   auto [x, y] = rgtrain::gather(c.data, idx, c.device);
+  rg::AutocastGuard autocast(rg::DType::bf16, c.autocast);  // backward runs after it, outside
   rg::Tensor logits = c.model.forward(x);
   rg::Tensor loss = rg::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}),
                                       rg::Reduction::sum, rg::data::kIgnoreIndex);

@@ -33,6 +33,7 @@ struct StepContext {
   bool skip_nonfinite = false;  // no optimizer step when the loss or gradients are not finite
   rg::dist::ProcessGroup* group = nullptr;  // averages the printed loss over the ranks
   MemoryReport* memory = nullptr;           // when set, the step's phases are measured into it
+  bool autocast = false;                    // --precision bf16: the forward under autocast
 };
 
 struct StepResult {

@@ -16,8 +16,10 @@ namespace rgtrain {
 namespace {
 
 StepContext context_of(RunState& s) {
-  return {*s.model,    *s.opt,        s.ddp.get(), *s.data.train,           s.device,
-          s.args.clip, s.trace.get(), int(s.rank), !s.args.allow_nonfinite, s.group.get()};
+  StepContext c{*s.model,    *s.opt,        s.ddp.get(), *s.data.train,           s.device,
+                s.args.clip, s.trace.get(), int(s.rank), !s.args.allow_nonfinite, s.group.get()};
+  c.autocast = s.args.precision == "bf16";
+  return c;
 }
 
 // This rank's micro-batches of `step`, and the loss denominator (see train_step.h).

@@ -36,10 +36,11 @@ void add_model_flags(CLI::App& app, Args& a) {
                "the block in backward (torch.utils.checkpoint per block): less memory, about "
                "one more forward of compute, the same result");
   app.add_option("--precision", a.precision,
-                 "f32, or bf16 mixed precision: the weights, gradients and optimizer stay f32 "
+                 "f32; bf16 mixed precision: the weights, gradients and optimizer stay f32 "
                  "and the forward runs under autocast (matmuls in bf16; softmax, layer norm, "
-                 "loss and reductions in f32; docs/nn.md has the table)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+                 "loss and reductions in f32; docs/nn.md has the table); or f64 throughout "
+                 "(the f32 initial weights widened), for exactness checks")
+      ->check(CLI::IsMember({"f32", "bf16", "f64"}));
   app.add_flag("--memory-report", a.memory_report,
                "after the first step, print the peak memory of each category (parameters, "
                "gradients, optimizer state, buckets, activations saved for backward, other) in "

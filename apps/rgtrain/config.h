@@ -37,7 +37,7 @@ struct Args {
   bool reset_optimizer = false, allow_nonfinite = false;
   bool tf32 = false;                    // TF32 tensor cores in f32 matmuls on cuda
   bool checkpoint_activations = false;  // GPT: recompute each block in backward
-  std::string precision = "f32";        // bf16: forward under autocast (ops/autocast.h)
+  std::string precision = "f32";        // bf16: forward under autocast (ops/autocast.h); f64
   std::string reduce_dtype = "f32";     // bf16: DDP all-reduces gradients as bf16
   bool memory_report = false;           // print peak memory by category after the first step
   double max_model_memory_gib = 0;      // 0: 3/4 of this machine's memory

@@ -64,9 +64,8 @@ double default_memory_cap_bytes() {
   return pages > 0 && page > 0 ? 0.75 * pages * page : 16.0 * (1ull << 30);
 }
 
-}  // namespace
-
-std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t context) {
+// The model in f32, as every precision initialises it.
+std::shared_ptr<rg::nn::Module> make_f32_model(const Args& a, int64_t vocab, int64_t context) {
   if (a.model == "mlp") return std::make_shared<MlpLM>(vocab, a.width, a.layers, a.seed);
   rg::nn::GPTConfig c;
   c.vocab_size = vocab;
@@ -79,6 +78,14 @@ std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t
   auto gpt = std::make_shared<rg::nn::GPT>(c);
   gpt->checkpoint_activations = a.checkpoint_activations;
   return gpt;
+}
+
+}  // namespace
+
+std::shared_ptr<rg::nn::Module> make_model(const Args& a, int64_t vocab, int64_t context) {
+  auto model = make_f32_model(a, vocab, context);
+  if (a.precision == "f64") model->to(rg::DType::f64);  // the same initial values, widened
+  return model;
 }
 
 namespace {
@@ -132,7 +139,8 @@ double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {
 void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world) {
   // Copies of every parameter: weights, gradients, optimizer state, DDP buckets.
   const double copies = 2 + (a.optimizer == "adamw" ? 2 : 1) + (world > 1 ? 1 : 0);
-  const double bytes = estimate_parameters(a, vocab, context) * 4 * copies;
+  const double element = a.precision == "f64" ? 8 : 4;
+  const double bytes = estimate_parameters(a, vocab, context) * element * copies;
   const double cap = a.max_model_memory_gib > 0 ? a.max_model_memory_gib * (1ull << 30)
                                                 : default_memory_cap_bytes();
   const double gib = double(1ull << 30);

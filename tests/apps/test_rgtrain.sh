@@ -292,14 +292,13 @@ then ok "--memory-report: every category per phase; buckets only under DDP; peak
 else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
 
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
-# the same weights up to f32 rounding (the f64 proof that accumulation == one batch is
-# tests/nn); the run with the picked micro-batch equals a plain --micro-batch run bit for bit.
-# SGD: AdamW's first steps are about lr * sign(gradient), which turns a rounding difference in
-# a near-zero gradient into a whole step.
+# the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked
+# micro-batch equals a plain --micro-batch run bit for bit. SGD: AdamW's first steps are about
+# lr * sign(gradient), which turns a rounding difference in a near-zero gradient into a step.
 BUDGET=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --threads 1 --eval-every 0
-        --warmup 2 --steps 3 --optimizer sgd)
-"$RGTRAIN" "${BUDGET[@]}" --memory-budget 200KiB --checkpoint "$TMP/b180" >"$TMP/b180.out" 2>&1
-"$RGTRAIN" "${BUDGET[@]}" --memory-budget 80KiB --checkpoint "$TMP/b90" >"$TMP/b90.out" 2>&1
+        --warmup 2 --steps 3 --optimizer sgd --precision f64)
+"$RGTRAIN" "${BUDGET[@]}" --memory-budget 400KiB --checkpoint "$TMP/b180" >"$TMP/b180.out" 2>&1
+"$RGTRAIN" "${BUDGET[@]}" --memory-budget 144KiB --checkpoint "$TMP/b90" >"$TMP/b90.out" 2>&1
 "$RGTRAIN" "${BUDGET[@]}" --micro-batch 2 --checkpoint "$TMP/m2" >/dev/null 2>&1
 if grep -q "micro-batch 8 of 8 per rank .*accumulation 1$" "$TMP/b180.out" &&
    grep -q "micro-batch 2 of 8 per rank .*accumulation 4$" "$TMP/b90.out" &&
@@ -312,17 +311,17 @@ def weights(path):
     head = json.loads(raw[8:8 + n])
     out = {}
     for name, t in head.items():
-        if name == "__metadata__" or t["dtype"] != "F32" or name.startswith("optim"): continue
+        if name == "__metadata__" or t["dtype"] != "F64" or name.startswith("optim"): continue
         a, b = t["data_offsets"]
-        out[name] = array.array("f", raw[8 + n + a:8 + n + b])
+        out[name] = array.array("d", raw[8 + n + a:8 + n + b])
     return out
 x, y = weights(sys.argv[1]), weights(sys.argv[2])
 worst = max(max(abs(p - q) for p, q in zip(x[k], y[k])) / max(1e-30, max(abs(q) for q in y[k]))
             for k in x)
 print("tensors", len(x), "max relative difference", worst)
-sys.exit(0 if len(x) == len(y) > 0 and worst < 1e-5 else 1)
+sys.exit(0 if len(x) == len(y) > 0 and worst < 1e-10 else 1)
 PY
-then ok "--memory-budget: micro-batch 8 or 2 by budget, same weights; equals --micro-batch 2"
+then ok "--memory-budget: micro-batch 8 or 2 by budget, same weights (f64, 1e-10); equals --micro-batch 2"
 else bad "--memory-budget: $(cat "$TMP/b180.out" "$TMP/b90.out")"; fi
 check_bad "budget not a size" "${BUDGET[@]}" --memory-budget 2x
 check_bad "budget too small" "${BUDGET[@]}" --memory-budget 1KiB

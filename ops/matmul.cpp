@@ -24,6 +24,46 @@ struct MatmulDerivative {
   }
 };
 
+// Whether the leading `n` dims of t read as one dim by stride (then a reshape is a view).
+bool leading_dims_merge(const Tensor& t, int64_t n) {
+  int64_t previous = -1;
+  for (int64_t d = 0; d < n; ++d) {
+    if (t.size(d) == 1) continue;
+    if (previous >= 0 && t.stride(previous) != t.stride(d) * t.size(d)) return false;
+    previous = d;
+  }
+  return true;
+}
+
+// out [B0*B1, M, N] = a4 [B0, B1, M, K] @ b4 [B0, B1, K, N] with batch dims that do not
+// merge (attention's heads, a broadcast operand): one kernel call per outer index, each over
+// the inner batch dim by stride, instead of copying the operands to contiguous first.
+void matmul_per_outer_batch(const Tensor& flat, const Tensor& a4, const Tensor& b4) {
+  Tensor out4 = view(flat, {a4.size(0), a4.size(1), flat.size(1), flat.size(2)});
+  for (int64_t i = 0; i < a4.size(0); ++i)
+    RG_KERNEL(flat.device(), matmul)(select(out4, 0, i), select(a4, 0, i), select(b4, 0, i));
+}
+
+// [B, M, N] = a @ b broadcast over `batch` (B = its product), by stride where the batch dims
+// merge, else per outer batch index; a and b are detached.
+Tensor batched_product(const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t K,
+                       int64_t N) {
+  const int64_t B = numel_of(batch), nb = static_cast<int64_t>(batch.size());
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {M, K});
+  eb.insert(eb.end(), {K, N});
+  Tensor a4 = expand(a, ea), b4 = expand(b, eb);
+  Tensor flat = empty({B, M, N}, a.dtype(), a.device());
+  if (flat.numel() == 0) return flat;
+  if (K == 0)
+    RG_KERNEL(a.device(), fill)(flat, 0.0);
+  else if (nb == 2 && !(leading_dims_merge(a4, nb) && leading_dims_merge(b4, nb)))
+    matmul_per_outer_batch(flat, a4, b4);
+  else
+    RG_KERNEL(a.device(), matmul)(flat, reshape(a4, {B, M, K}), reshape(b4, {B, K, N}));
+  return flat;
+}
+
 Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   // a [..., M, K], b [..., K, N], both >= 2-D.
   int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
@@ -43,20 +83,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
       if (flat.numel()) RG_KERNEL(a.device(), matmul)(flat, a2, unsqueeze(b.detach(), 0));
       out = view(flat, out_shape);
     } else {
-      int64_t B = numel_of(batch);
-      Shape ea = batch, eb = batch;
-      ea.insert(ea.end(), {M, K});
-      eb.insert(eb.end(), {K, N});
-      Tensor a3 = reshape(expand(a.detach(), ea), {B, M, K});
-      Tensor b3 = reshape(expand(b.detach(), eb), {B, K, N});
-      Tensor flat = empty({B, M, N}, a.dtype(), a.device());
-      if (flat.numel()) {
-        if (K == 0)
-          RG_KERNEL(a.device(), fill)(flat, 0.0);
-        else
-          RG_KERNEL(a.device(), matmul)(flat, a3, b3);
-      }
-      out = view(flat, out_shape);
+      out = view(batched_product(a.detach(), b.detach(), batch, M, K, N), out_shape);
     }
   }
   if (needs_grad({a, b}))

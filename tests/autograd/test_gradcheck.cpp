@@ -79,6 +79,13 @@ TEST_CASE("gradcheck: matmul with batch broadcasting and transposed views") {
         {r({2, 3, 4}, 12), r({4, 5}, 13)});
   check("broadcast batch", [](const Inputs& x) { return matmul(x[0], x[1]); },
         {r({2, 1, 3, 4}, 14), r({3, 4, 2}, 15)});
+  check("attention heads by stride (batch dims that do not merge)",
+        [](const Inputs& x) {
+          Tensor q = x[0].reshape({2, 3, 2, 4}).transpose(1, 2);       // [B, H, T, D]
+          Tensor kt = x[1].reshape({2, 3, 2, 4}).permute({0, 2, 3, 1});  // [B, H, D, T]
+          return matmul(q, kt);
+        },
+        {r({2, 3, 8}, 30), r({2, 3, 8}, 31)});
   check("transposed", [](const Inputs& x) { return matmul(x[0].t(), x[1]); },
         {r({4, 3}, 16), r({4, 2}, 17)});
   check("vector", [](const Inputs& x) { return matmul(x[0], x[1]); }, {r({3, 4}, 18), r({4}, 19)});

@@ -88,8 +88,8 @@ struct ElementwiseInfo {
   const char* name;
   DTypeRule rule;
   const char* forward;
-  const char* gradient[2];     // binary: for a and for b; unary: gradient[0]
-  bool gradient_is_g[2];       // the gradient is g itself: no kernel needed
+  const char* gradient[2];  // binary: for a and for b; unary: gradient[0]
+  bool gradient_is_g[2];    // the gradient is g itself: no kernel needed
   bool differentiable() const { return rule != DTypeRule::boolean; }
 };
 const ElementwiseInfo& info(UnaryOp op);
@@ -123,6 +123,7 @@ struct AdamWArgs {
 // dtypes and devices, allocated the outputs, and broadcast inputs to the output shape with
 // expand views (stride 0). Inputs and outputs may be non-contiguous unless stated.
 //   name, return type, parameters
+// clang-format off
 #define RG_KERNELS(X)                                                                         \
   X(unary, void, (UnaryOp op, const Tensor& out, const Tensor& in))                           \
   /* grad_in = the row's gradient of (grad_out, in, out); all four of in's shape and dtype */  \
@@ -167,11 +168,21 @@ struct AdamWArgs {
   X(cross_entropy_backward, void, (const Tensor& dlogits, const Tensor& logits,               \
                                    const Tensor& targets, const Tensor& dloss,                \
                                    int64_t ignore_index))                                     \
+  /* attention of q [B,T,D], k [B,S,D], v [B,S,Dv] (contiguous; causal: key j <= query i): */ \
+  /* out [B,T,Dv], lse [B,T] the log-sum-exp of each row's scaled scores (f32; f64 for f64) */ \
+  X(attention, void, (const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,   \
+                      const Tensor& v, bool causal, double scale))                             \
+  /* dq, dk, dv from dout and the forward's q, k, v, out, lse (recomputes the probabilities) */ \
+  X(attention_backward, void, (const Tensor& dq, const Tensor& dk, const Tensor& dv,           \
+                               const Tensor& dout, const Tensor& q, const Tensor& k,           \
+                               const Tensor& v, const Tensor& out, const Tensor& lse,          \
+                               bool causal, double scale))                                     \
   /* Philox: element i (row-major) of out gets the number for counter offset + i */          \
   X(random, void, (const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset))       \
   /* fused AdamW update of one parameter; param, grad, exp_avg, exp_avg_sq contiguous */     \
   X(adamw, void, (const Tensor& param, const Tensor& grad, const Tensor& exp_avg,             \
                   const Tensor& exp_avg_sq, const AdamWArgs& args))
+// clang-format on
 
 // One table per device type; a null entry means the device lacks that kernel.
 struct KernelTable {

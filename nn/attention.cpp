@@ -28,12 +28,21 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   std::vector<Tensor> qkv = split(c_attn->forward(x), C, 2);
   auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
   Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // [B,H,T,D]
+  const bool dropout_on_probabilities = is_training() && attn_dropout->p > 0;
+  Tensor y = dropout_on_probabilities ? attention_written_out(q, k, v)
+                                      : scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
+  y = y.transpose(1, 2).contiguous().view({B, T, C});
+  return resid_dropout->forward(c_proj->forward(y));
+}
+
+Tensor CausalSelfAttention::attention_written_out(const Tensor& q, const Tensor& k,
+                                                  const Tensor& v) {
+  const int64_t T = q.size(2), D = q.size(3);
   Tensor att = mul(matmul(q, k.transpose(-2, -1)), 1.0 / std::sqrt(static_cast<double>(D)));
   Tensor future = future_.narrow(0, 0, T).narrow(1, 0, T);
   att = masked_fill(att, future, -std::numeric_limits<double>::infinity());
   att = attn_dropout->forward(softmax(att, -1));
-  Tensor y = matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
-  return resid_dropout->forward(c_proj->forward(y));
+  return matmul(att, v);
 }
 
 }  // namespace rg::nn

@@ -19,16 +19,17 @@
 namespace rg {
 
 // clang-format off
-#define RG_AUTOCAST_OPS(X)        \
-  /* op            policy  */     \
-  X(matmul,        lower)         \
-  X(linear,        lower)         \
-  X(softmax,       compute_float32) \
-  X(log_softmax,   float32)       \
-  X(layer_norm,    float32)       \
-  X(cross_entropy, float32)       \
-  X(sum,           float32)       \
-  X(mean,          float32)
+#define RG_AUTOCAST_OPS(X)                          \
+  /* op                           policy */         \
+  X(matmul,                        lower)           \
+  X(linear,                        lower)           \
+  X(scaled_dot_product_attention,  lower)           \
+  X(softmax,                       compute_float32) \
+  X(log_softmax,                   float32)         \
+  X(layer_norm,                    float32)         \
+  X(cross_entropy,                 float32)         \
+  X(sum,                           float32)         \
+  X(mean,                          float32)
 // clang-format on
 
 enum class AutocastOp : uint8_t {

@@ -27,8 +27,8 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
 // Copies values (converted to dtype) into a new tensor of `shape` (default: 1-D).
-Tensor tensor(const std::vector<double>& values, const Shape& shape = {},
-              DType dtype = DType::f32, Device device = kCPU);
+Tensor tensor(const std::vector<double>& values, const Shape& shape = {}, DType dtype = DType::f32,
+              Device device = kCPU);
 Tensor tensor(const std::vector<float>& values, const Shape& shape = {});
 Tensor tensor(const std::vector<int64_t>& values, const Shape& shape = {});
 
@@ -38,8 +38,8 @@ struct Generator {
   uint64_t seed = 0;
   uint64_t offset = 0;
 };
-void manual_seed(uint64_t seed);     // this thread's default generator
-Generator& default_generator();      // this thread's
+void manual_seed(uint64_t seed);  // this thread's default generator
+Generator& default_generator();   // this thread's
 Tensor rand(const Shape& shape, DType dtype = DType::f32, Device device = kCPU,
             Generator* gen = nullptr);  // uniform [0, 1)
 Tensor randn(const Shape& shape, DType dtype = DType::f32, Device device = kCPU,
@@ -105,6 +105,12 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+// softmax(scale * q @ k^T) @ v by the fused attention kernel (F.scaled_dot_product_attention
+// without mask or dropout): q [..., T, D], k [..., S, D], v [..., S, Dv], the same leading dims
+// (no broadcast), S >= 1. causal: query i sees keys j <= i. scale <= 0: 1 / sqrt(D). The
+// T x S probabilities are never stored: backward recomputes them (ops/attention.cpp).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    bool is_causal = false, double scale = 0);
 enum class Reduction { none, mean, sum };
 // logits [N, C] (or [..., C]), targets [N] (or [...]) integer class ids.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets,

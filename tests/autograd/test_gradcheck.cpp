@@ -81,7 +81,7 @@ TEST_CASE("gradcheck: matmul with batch broadcasting and transposed views") {
         {r({2, 1, 3, 4}, 14), r({3, 4, 2}, 15)});
   check("attention heads by stride (batch dims that do not merge)",
         [](const Inputs& x) {
-          Tensor q = x[0].reshape({2, 3, 2, 4}).transpose(1, 2);       // [B, H, T, D]
+          Tensor q = x[0].reshape({2, 3, 2, 4}).transpose(1, 2);         // [B, H, T, D]
           Tensor kt = x[1].reshape({2, 3, 2, 4}).permute({0, 2, 3, 1});  // [B, H, D, T]
           return matmul(q, kt);
         },
@@ -110,6 +110,24 @@ TEST_CASE("gradcheck: views and shape ops") {
         {a});
   check("to f32 and back", [](const Inputs& x) { return x[0].contiguous().clone(); },
         {a.transpose(0, 2)});
+}
+
+TEST_CASE("gradcheck: fused attention, causal or not, across the kernel's 64-row tiles") {
+  auto sdpa = [](bool causal) {
+    return [causal](const Inputs& x) {
+      return scaled_dot_product_attention(x[0], x[1], x[2], causal, 0.7);
+    };
+  };
+  check("attention causal", sdpa(true),
+        {r({2, 3, 5, 3}, 40), r({2, 3, 5, 3}, 41), r({2, 3, 5, 4}, 42)});
+  check("attention T != S", sdpa(false), {r({2, 4, 3}, 43), r({2, 6, 3}, 44), r({2, 6, 2}, 45)});
+  check("attention causal T > S", sdpa(true),
+        {r({1, 7, 2}, 46), r({1, 4, 2}, 47), r({1, 4, 3}, 48)});
+  check("attention causal, 70 rows", sdpa(true),
+        {r({1, 70, 2}, 49), r({1, 70, 2}, 50), r({1, 70, 2}, 51)});
+  check("attention default scale",
+        [](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); },
+        {r({3, 4}, 52), r({5, 4}, 53), r({5, 2}, 54)});
 }
 
 TEST_CASE("gradcheck: fused neural-network ops") {

@@ -340,3 +340,58 @@ TEST_CASE("ops are safe to call from several threads at once") {
     CHECK(results[t] == doctest::Approx(w.grad().sum().item()).epsilon(1e-6));
   }
 }
+
+namespace {
+
+// softmax(scale * q k^T, masked above the diagonal when causal) @ v, written out.
+Tensor attention_composition(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                             double scale) {
+  Tensor s = mul(matmul(q, k.transpose(-2, -1)), scale);
+  if (causal) s = masked_fill(s, logical_not(tril_mask(q.size(-2), k.size(-2))), -INFINITY);
+  return matmul(softmax(s, -1), v);
+}
+
+}  // namespace
+
+TEST_CASE("scaled_dot_product_attention equals the written-out composition, values and grads") {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16})
+    for (bool causal : {true, false}) {
+      CAPTURE(dt);
+      CAPTURE(causal);
+      const double tol = dt == kFloat64 ? 1e-12 : dt == kFloat32 ? 2e-5 : 3e-2;
+      Tensor q = rnd({2, 3, 67, 16}, 1).to(dt).requires_grad_(true);
+      Tensor k = rnd({2, 3, 67, 16}, 2).to(dt).requires_grad_(true);
+      Tensor v = rnd({2, 3, 67, 8}, 3).to(dt).requires_grad_(true);
+      Tensor w = rnd({2, 3, 67, 8}, 4).to(dt);  // projects the output to a scalar loss
+      auto grads = [&](bool fused) {
+        for (Tensor* t : {&q, &k, &v}) t->set_grad(Tensor());
+        Tensor out = fused ? scaled_dot_product_attention(q, k, v, causal)
+                           : attention_composition(q, k, v, causal, 0.25);
+        sum(mul(out, w)).backward();
+        return std::vector<Tensor>{out.detach(), q.grad(), k.grad(), v.grad()};
+      };
+      auto fused = grads(true), written = grads(false);
+      for (size_t i = 0; i < fused.size(); ++i) {
+        CAPTURE(i);
+        CHECK(fused[i].dtype() == dt);
+        CHECK(allclose(fused[i].to(kFloat64), written[i].to(kFloat64), tol, tol));
+      }
+    }
+}
+
+TEST_CASE("scaled_dot_product_attention: bad shapes, dtypes and empty keys are named errors") {
+  Tensor q = rnd({2, 5, 4}, 1), k = rnd({2, 6, 4}, 2), v = rnd({2, 6, 3}, 3);
+  CHECK(scaled_dot_product_attention(q, k, v).shape() == Shape{2, 5, 3});
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, rnd({2, 6, 5}, 4), v),
+                       doctest::Contains("do not fit [..., T, D], [..., S, D], [..., S, Dv]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, rnd({3, 6, 3}, 5)),
+                       doctest::Contains("shapes [2,5,4], [2,6,4] and [3,6,3]"), Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k.to(kFloat64), v),
+                       doctest::Contains("must have one dtype, got float32, float64 and float32"),
+                       Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, rnd({2, 0, 4}, 6), rnd({2, 0, 3}, 7)),
+                       doctest::Contains("needs at least one key"), Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(rnd({4}, 8), rnd({4}, 9), rnd({4}, 10)),
+                       doctest::Contains("the same number (>= 2) of dims"), Error);
+}

@@ -1,7 +1,7 @@
 // The fused kernels on sim/cuda against the cpu kernels: softmax/log_softmax (+backward)
 // along inner and outer dims, layernorm (+backward, with and without affine), cross-entropy
 // (+backward, ignore_index, bad targets), embedding (+backward, repeated and bad indices),
-// Philox random (identical numbers), AdamW.
+// Philox random (identical numbers), AdamW, fused attention (+backward, causal or not, T != S).
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -176,5 +176,42 @@ GPU_KERNEL_TEST(adamw_matches_cpu) {
       expect_close(gp, p, loose(dtype), "param");
       expect_close(gm, m, loose(dtype), "exp_avg");
       expect_close(gv, v, loose(dtype), "exp_avg_sq");
+    }
+}
+
+GPU_KERNEL_TEST(attention_and_backward_match_cpu) {
+  struct Case {
+    int64_t B, T, S, D, Dv;
+    bool causal;
+  };
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (Case c : {Case{2, 5, 5, 3, 4, true}, Case{1, 70, 70, 40, 72, true},
+                   Case{3, 4, 9, 33, 2, false}, Case{1, 9, 4, 8, 8, true}}) {
+      INFO("B ", c.B, " T ", c.T, " S ", c.S, " D ", c.D, " Dv ", c.Dv, c.causal ? " causal" : "");
+      DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
+      Tensor q = random_tensor({c.B, c.T, c.D}, dtype, 1),
+             k = random_tensor({c.B, c.S, c.D}, dtype, 2);
+      Tensor v = random_tensor({c.B, c.S, c.Dv}, dtype, 3);
+      const double scale = 0.4;
+      Tensor out = empty({c.B, c.T, c.Dv}, dtype), lse = empty({c.B, c.T}, sdt);
+      cpu_kernels().attention(out, lse, q, k, v, c.causal, scale);
+      Tensor gq = mirror(q, device), gk = mirror(k, device), gv = mirror(v, device);
+      Tensor gout = empty({c.B, c.T, c.Dv}, dtype, device), glse = empty({c.B, c.T}, sdt, device);
+      kernels_of(device).attention(gout, glse, gq, gk, gv, c.causal, scale);
+      expect_close(gout, out, loose(dtype), "attention out");
+      expect_close(glse, lse, 1e-5, "attention lse");
+
+      Tensor dout = random_tensor({c.B, c.T, c.Dv}, dtype, 4);
+      Tensor dq = empty(q.shape(), dtype), dk = empty(k.shape(), dtype),
+             dv = empty(v.shape(), dtype);
+      cpu_kernels().attention_backward(dq, dk, dv, dout, q, k, v, out, lse, c.causal, scale);
+      Tensor gdq = empty(q.shape(), dtype, device), gdk = empty(k.shape(), dtype, device),
+             gdv = empty(v.shape(), dtype, device);
+      kernels_of(device).attention_backward(gdq, gdk, gdv, mirror(dout, device), gq, gk, gv,
+                                            mirror(out, device), mirror(lse, device), c.causal,
+                                            scale);
+      expect_close(gdq, dq, loose(dtype), "attention dq");
+      expect_close(gdk, dk, loose(dtype), "attention dk");
+      expect_close(gdv, dv, loose(dtype), "attention dv");
     }
 }

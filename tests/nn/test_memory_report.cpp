@@ -105,7 +105,7 @@ TEST_CASE("memory report: checkpointing keeps one block's activations at a time"
           100.0 * double(plain - checkpointed) / double(layers * per_block),
           "% of the blocks' activations");
   CHECK(kept_per_block <= block_input + block_input / 8);  // its input, little else
-  CHECK(per_block > 20 * kept_per_block);
+  CHECK(per_block > 12 * kept_per_block);  // a plain block saves ~17 times its input
   // One block recomputed at a time: two at once would add another per_block.
   CHECK(checkpointed <= outside_blocks + per_block + layers * kept_per_block + block_input);
 }

@@ -1,0 +1,223 @@
+// CPU fused attention (the flash-attention recurrence, by tiles), forward and backward.
+//   forward:  out_i = sum_j softmax_j(scale * q_i . k_j) v_j over the keys row i sees (all,
+//             or j <= i when causal), lse_i = log sum_j exp(scale * q_i . k_j)
+//   backward: p_ij = exp(scale * q_i . k_j - lse_i) recomputed from lse, never stored;
+//             D_i = dout_i . out_i, ds_ij = p_ij (dout_i . v_j - D_i),
+//             dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dout_i
+// Each (batch x head) slice is one task. Its queries go by tiles of kTile rows and its keys
+// by tiles of kTile; a query tile keeps a running max m and sum l per row and rescales its
+// output accumulator when the max grows (online softmax), so the T x S scores exist only one
+// kTile x kTile tile at a time, and a causal tile entirely above the diagonal is skipped. The
+// tile products are Eigen GEMMs. f32 and bf16 compute in float (bf16 converted per slice),
+// f64 in double.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/op_table.h"
+#include "core/parallel.h"
+#include "kernels/cpu/compute_type.h"
+
+namespace rg::cpu {
+namespace {
+
+constexpr int64_t kTile = 64;
+
+template <typename C>
+using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename C>
+using Map = Eigen::Map<Matrix<C>>;
+
+struct Geometry {
+  int64_t T, S, D, Dv;
+  bool causal;
+  double scale;
+  // Keys [0, key_end(i)) are visible to query row i.
+  int64_t key_end(int64_t i) const { return causal ? std::min(i + 1, S) : S; }
+};
+
+// One slice's operands in the compute type C: the slice itself when T is C, else a copy.
+template <typename T, typename C>
+struct SliceOf {
+  std::vector<C> copy;
+  C* data;
+  // read: the slice's values are needed (an input), not only its memory (an output).
+  SliceOf(T* p, int64_t n, bool read = true) {
+    if constexpr (std::is_same_v<T, C>) {
+      data = p;
+    } else {
+      copy.resize(n);
+      if (read)
+        for (int64_t i = 0; i < n; ++i) copy[i] = C(float(p[i]));
+      data = copy.data();
+    }
+  }
+  // Writes the copy back to p (a no-op when the slice was used in place).
+  void store(T* p) const {
+    if constexpr (!std::is_same_v<T, C>)
+      for (size_t i = 0; i < copy.size(); ++i) p[i] = T(copy[i]);
+  }
+};
+
+// How many keys of the key tile [j0, j0 + bc) query row i sees.
+int64_t visible_keys(const Geometry& g, int64_t i, int64_t j0, int64_t bc) {
+  return std::clamp<int64_t>(g.key_end(i) - j0, 0, bc);
+}
+
+// One query tile of the forward: online softmax over the key tiles it sees.
+template <typename C>
+void forward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Map<C>& V, Map<C>& O,
+                  C* lse, int64_t i0, int64_t br) {
+  Matrix<C> acc = Matrix<C>::Zero(br, g.Dv), s;
+  std::vector<C> m(br, -std::numeric_limits<C>::infinity()), l(br, C(0));
+  const int64_t keys = g.key_end(i0 + br - 1);
+  for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+    const int64_t bc = std::min(kTile, keys - j0);
+    s.noalias() = C(g.scale) * Q.middleRows(i0, br) * K.middleRows(j0, bc).transpose();
+    for (int64_t r = 0; r < br; ++r) {
+      const int64_t n = visible_keys(g, i0 + r, j0, bc);
+      C mx = m[r];
+      for (int64_t c = 0; c < n; ++c) mx = std::max(mx, s(r, c));
+      C sum = 0;
+      for (int64_t c = 0; c < bc; ++c) {
+        s(r, c) = c < n ? std::exp(s(r, c) - mx) : C(0);
+        sum += s(r, c);
+      }
+      if (n == 0) continue;  // a later tile wholly above this row's diagonal
+      const C correction = m[r] == -std::numeric_limits<C>::infinity() ? C(0) : std::exp(m[r] - mx);
+      l[r] = l[r] * correction + sum;
+      acc.row(r) *= correction;
+      m[r] = mx;
+    }
+    acc.noalias() += s * V.middleRows(j0, bc);
+  }
+  for (int64_t r = 0; r < br; ++r) {
+    O.row(i0 + r) = acc.row(r) / l[r];
+    lse[i0 + r] = m[r] + std::log(l[r]);
+  }
+}
+
+// One query tile of the backward: recompute p from lse, then dv, dq and dk of the tile.
+template <typename C>
+void backward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Map<C>& V,
+                   const Map<C>& dO, const C* lse, const C* delta, Map<C>& dQ, Map<C>& dK,
+                   Map<C>& dV, int64_t i0, int64_t br) {
+  Matrix<C> p, dp;
+  const int64_t keys = g.key_end(i0 + br - 1);
+  for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+    const int64_t bc = std::min(kTile, keys - j0);
+    p.noalias() = C(g.scale) * Q.middleRows(i0, br) * K.middleRows(j0, bc).transpose();
+    dp.noalias() = dO.middleRows(i0, br) * V.middleRows(j0, bc).transpose();
+    for (int64_t r = 0; r < br; ++r) {
+      const int64_t n = visible_keys(g, i0 + r, j0, bc);
+      for (int64_t c = 0; c < bc; ++c) {
+        p(r, c) = c < n ? std::exp(p(r, c) - lse[i0 + r]) : C(0);
+        dp(r, c) = p(r, c) * (dp(r, c) - delta[i0 + r]);  // now ds
+      }
+    }
+    dV.middleRows(j0, bc).noalias() += p.transpose() * dO.middleRows(i0, br);
+    dQ.middleRows(i0, br).noalias() += C(g.scale) * dp * K.middleRows(j0, bc);
+    dK.middleRows(j0, bc).noalias() += C(g.scale) * dp.transpose() * Q.middleRows(i0, br);
+  }
+}
+
+template <typename T>
+void attention_typed(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Geometry& g) {
+  using C = compute_t<T>;
+  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  parallel_for(q.size(0), 1, [&](int64_t b0, int64_t b1) {
+    std::vector<C> lse_row(g.T);
+    for (int64_t b = b0; b < b1; ++b) {
+      SliceOf<T, C> qs(q.data<T>() + b * g.T * g.D, g.T * g.D);
+      SliceOf<T, C> ks(k.data<T>() + b * g.S * g.D, g.S * g.D);
+      SliceOf<T, C> vs(v.data<T>() + b * g.S * g.Dv, g.S * g.Dv);
+      SliceOf<T, C> os(out.data<T>() + b * g.T * g.Dv, g.T * g.Dv, false);
+      Map<C> Q(qs.data, g.T, g.D), K(ks.data, g.S, g.D), V(vs.data, g.S, g.Dv);
+      Map<C> O(os.data, g.T, g.Dv);
+      for (int64_t i0 = 0; i0 < g.T; i0 += kTile)
+        forward_tile<C>(g, Q, K, V, O, lse_row.data(), i0, std::min(kTile, g.T - i0));
+      os.store(out.data<T>() + b * g.T * g.Dv);
+      L* lse_out = lse.data<L>() + b * g.T;
+      for (int64_t i = 0; i < g.T; ++i) lse_out[i] = L(lse_row[i]);
+    }
+  });
+}
+
+template <typename T>
+void attention_backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& out, const Tensor& lse, const Geometry& g) {
+  using C = compute_t<T>;
+  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  parallel_for(q.size(0), 1, [&](int64_t b0, int64_t b1) {
+    std::vector<C> lse_row(g.T), delta(g.T);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t qo = b * g.T * g.D, ko = b * g.S * g.D, vo = b * g.S * g.Dv,
+                    oo = b * g.T * g.Dv;
+      SliceOf<T, C> qs(q.data<T>() + qo, g.T * g.D), ks(k.data<T>() + ko, g.S * g.D);
+      SliceOf<T, C> vs(v.data<T>() + vo, g.S * g.Dv), dos(dout.data<T>() + oo, g.T * g.Dv);
+      SliceOf<T, C> os(out.data<T>() + oo, g.T * g.Dv);
+      SliceOf<T, C> dqs(dq.data<T>() + qo, g.T * g.D, false);
+      SliceOf<T, C> dks(dk.data<T>() + ko, g.S * g.D, false);
+      SliceOf<T, C> dvs(dv.data<T>() + vo, g.S * g.Dv, false);
+      Map<C> Q(qs.data, g.T, g.D), K(ks.data, g.S, g.D), V(vs.data, g.S, g.Dv);
+      Map<C> dO(dos.data, g.T, g.Dv), O(os.data, g.T, g.Dv);
+      Map<C> dQ(dqs.data, g.T, g.D), dK(dks.data, g.S, g.D), dV(dvs.data, g.S, g.Dv);
+      dQ.setZero();
+      dK.setZero();
+      dV.setZero();
+      const L* lse_in = lse.data<L>() + b * g.T;
+      for (int64_t i = 0; i < g.T; ++i) {
+        lse_row[i] = C(lse_in[i]);
+        delta[i] = dO.row(i).dot(O.row(i));
+      }
+      for (int64_t i0 = 0; i0 < g.T; i0 += kTile)
+        backward_tile<C>(g, Q, K, V, dO, lse_row.data(), delta.data(), dQ, dK, dV, i0,
+                         std::min(kTile, g.T - i0));
+      dqs.store(dq.data<T>() + qo);
+      dks.store(dk.data<T>() + ko);
+      dvs.store(dv.data<T>() + vo);
+    }
+  });
+}
+
+Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  RG_DEBUG_ASSERT(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.is_contiguous() &&
+                      k.is_contiguous() && v.is_contiguous(),
+                  "attention: kernel needs contiguous [B, T, D] operands");
+  return {q.size(1), k.size(1), q.size(2), v.size(2), causal, scale};
+}
+
+void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+               const Tensor& v, bool causal, double scale) {
+  const Geometry g = geometry_of(q, k, v, causal, scale);
+  dispatch_dtype<DTypes::floating>(q.dtype(), "attention", [&]<typename T>(TypeTag<T>) {
+    attention_typed<T>(out, lse, q, k, v, g);
+  });
+}
+
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, bool causal, double scale) {
+  const Geometry g = geometry_of(q, k, v, causal, scale);
+  dispatch_dtype<DTypes::floating>(q.dtype(), "attention_backward", [&]<typename T>(TypeTag<T>) {
+    attention_backward_typed<T>(dq, dk, dv, dout, q, k, v, out, lse, g);
+  });
+}
+
+}  // namespace
+
+void register_attention_kernels(KernelTable& k) {
+  k.attention = attention;
+  k.attention_backward = attention_backward;
+}
+}  // namespace rg::cpu

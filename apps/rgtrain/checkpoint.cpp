@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "apps/rgtrain/model.h"
 #include "apps/rgtrain/util.h"
+#include "apps/rgtrain/zero_checkpoint.h"
 #include "core/atomic_file.h"
 #include "nn/optim/zero_adamw.h"
 #include "nn/safetensors.h"
@@ -24,12 +26,31 @@ void hold_if_asked(int64_t step) {
   for (;;) pause();
 }
 
-int64_t parse_step(const std::string& path, const std::string& text) {
+int64_t parse_count(const std::string& path, const char* field, const std::string& text) {
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < 0)
-    fail(path, ": metadata 'step' is '", text, "', not a step number");
+    fail(path, ": metadata '", field, "' is '", text, "', not a count");
   return v;
+}
+
+// `config` (setup.cpp's config_string) without its " world=N" field; N goes to *world.
+std::string without_world(const std::string& config, int64_t* world) {
+  const size_t at = config.find(" world=");
+  if (at == std::string::npos) return config;
+  const size_t end = std::min(config.find(' ', at + 1), config.size());
+  if (world) *world = std::atoll(config.substr(at + 7, end - at - 7).c_str());
+  return config.substr(0, at) + config.substr(end);
+}
+
+// The errors of load_optimizer_state when the state is of the other kind.
+[[noreturn]] void fail_kind(const std::string& path, const Resumed& r) {
+  const char* fresh = ", or pass --reset-optimizer to start the moments afresh";
+  if (r.zero_shards > 0)
+    fail(path, ": its optimizer state is sharded into ", r.zero_shards,
+         " files by --zero 1; resume it with --zero 1 under rgrun (at any number of ranks)", fresh);
+  fail(path, ": its optimizer state is whole (saved without --zero); resume it without --zero",
+       fresh);
 }
 
 }  // namespace
@@ -41,14 +62,16 @@ std::string checkpoint_path(const Args& a) {
 void remove_stale_checkpoint_temps(const std::string& path) {
   for (const std::string& stale : rg::remove_stale_temp_files(path))
     std::cout << "rgtrain: removed " << stale << ", left by an interrupted save\n";
+  remove_stale_shard_temps(path);
 }
 
 void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
-                     const std::string& config, const CheckpointPosition& at, uint64_t seed) {
+                     const std::string& config, const CheckpointPosition& at, uint64_t seed,
+                     int64_t zero_shards) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
-  // ZeroAdamW holds only this rank's shards: not saved (no per-rank files yet).
+  // ZeroAdamW holds only this rank's shards: each rank saved its own file.
   if (!dynamic_cast<rg::optim::ZeroAdamW*>(&opt))
     for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
   rg::nn::SafetensorsMetadata md = model_metadata(model);
@@ -57,30 +80,49 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   md["data_epoch"] = std::to_string(at.data_epoch);
   md["data_offset"] = std::to_string(at.data_offset);
   md["rng"] = "seed=" + std::to_string(seed) + " (data order is a function of seed, step)";
+  if (zero_shards > 0) md["zero_shards"] = std::to_string(zero_shards);
   rg::AtomicFile file(path);
   rg::nn::write_safetensors(file, ts, md);
   hold_if_asked(at.step);
   file.commit();
+  remove_other_shards(path, at.step, zero_shards);
 }
 
-int64_t resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::optim::Optimizer& opt,
-                               rg::Device device) {
+Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
+                               rg::nn::Module& model, rg::Device device) {
   auto file = load_checked(path, "--resume");
   auto& md = file.metadata;
-  if (md["config"] != config)
+  Resumed r;
+  if (without_world(md["config"], &r.world) != without_world(config, nullptr))
     fail(path, ": written with config '", md["config"], "', this run has '", config, "'");
-  const int64_t step = parse_step(path, md["step"]);
-  if (step > a.steps) fail(path, ": at step ", step, ", beyond --steps ", a.steps);
+  r.step = parse_count(path, "step", md["step"]);
+  if (r.step > a.steps) fail(path, ": at step ", r.step, ", beyond --steps ", a.steps);
+  if (md.count("zero_shards")) r.zero_shards = parse_count(path, "zero_shards", md["zero_shards"]);
   load_into(model, file, path);
-  rg::nn::StateDict od;
   for (auto& [n, t] : file.tensors)
-    if (n.rfind("optim.", 0) == 0) od.insert(n.substr(6), t.to(device));
-  if (od.empty() && step > 0 && !a.reset_optimizer)
-    fail(path, ": holds no optimizer state (step ", step,
+    if (n.rfind("optim.", 0) == 0) r.optim.insert(n.substr(6), t.to(device));
+  return r;
+}
+
+void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
+                          rg::optim::Optimizer& opt, rg::Device device) {
+  auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&opt);
+  const bool has_state = r.zero_shards > 0 || !r.optim.empty();
+  if (!has_state && r.step > 0 && !a.reset_optimizer)
+    fail(path, ": holds no optimizer state (step ", r.step,
          "); resuming would restart the optimizer's moments. Pass --reset-optimizer to do so");
-  opt.load_state_dict(od);
-  return step;
+  const bool other_kind = has_state && (zero != nullptr) != (r.zero_shards > 0);
+  if (other_kind && !a.reset_optimizer) fail_kind(path, r);
+  if (zero && r.zero_shards > 0 && !other_kind) {
+    const rg::nn::StateDict merged = read_zero_shards(path, r.step, r.zero_shards, device);
+    try {
+      zero->load_state_dict(merged);
+    } catch (const rg::Error& e) {
+      fail(path, ": its optimizer shards do not fit this run: ", e.what());
+    }
+    return;
+  }
+  opt.load_state_dict(other_kind ? rg::nn::StateDict{} : r.optim);
 }
 
 }  // namespace rgtrain

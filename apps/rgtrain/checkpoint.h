@@ -1,7 +1,12 @@
 // rgtrain's checkpoints: <dir>/ckpt.safetensors holds the model, the optimizer state
-// ("optim." names) and metadata (step, config, data position). Only rank 0 writes, through
+// ("optim." names) and metadata (step, config, data position). Only rank 0 writes it, through
 // an AtomicFile, so the file is always whole; temp files a killed writer left behind are
-// removed at start.
+// removed at start. With --zero 1 the optimizer state is not in it but in one shard file per
+// rank (zero_checkpoint.h), written before it; its metadata zero_shards=N names them.
+//
+// A checkpoint resumes at another world size (same global batch) when the data order does
+// not change with it (resume.cpp checks); the optimizer state must be of the same kind:
+// sharded for --zero 1 under rgrun, whole otherwise (or --reset-optimizer).
 //
 // Fault-injection hook for tests: RG_TEST_HOLD_CHECKPOINT=N makes rank 0 stop inside the
 // save of step N, after the bytes are written and before the rename, printing
@@ -26,13 +31,30 @@ std::string checkpoint_path(const Args& a);
 // Removes what an interrupted save left beside `path` and says so on stdout.
 void remove_stale_checkpoint_temps(const std::string& path);
 
+// Rank 0. zero_shards > 0: the optimizer state is in that many shard files, already
+// committed (save_zero_shard); the ckpt records their count and shards of other steps or
+// world sizes are removed after its commit.
 void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
-                     const std::string& config, const CheckpointPosition& at, uint64_t seed);
+                     const std::string& config, const CheckpointPosition& at, uint64_t seed,
+                     int64_t zero_shards);
 
-// Loads model and optimizer; returns the step to continue from. Errors (UsageError) when the
-// config differs, the step is beyond --steps, or the optimizer state is missing without
-// --reset-optimizer.
-int64_t resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::optim::Optimizer& opt, rg::Device device);
+// What a checkpoint read by resume_from_checkpoint holds besides the model.
+struct Resumed {
+  int64_t step = 0;
+  int64_t world = 1;        // the world size that wrote it
+  int64_t zero_shards = 0;  // > 0: the optimizer state is in that many shard files
+  rg::nn::StateDict optim;  // the whole optimizer state ("optim." entries), if any
+};
+
+// Loads the model; returns the rest. Errors (UsageError) when the config differs (but for
+// the world size) or the step is beyond --steps.
+Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
+                               rg::nn::Module& model, rg::Device device);
+
+// Loads r's optimizer state into opt (a ZeroAdamW reads and merges the shards). Errors when
+// the state is missing, or sharded for a whole optimizer or vice versa, unless
+// --reset-optimizer (which then starts the moments afresh).
+void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
+                          rg::optim::Optimizer& opt, rg::Device device);
 
 }  // namespace rgtrain

@@ -111,8 +111,8 @@ void add_dist_flags(CLI::App& app, Args& a) {
   app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");
   app.add_option("--zero", a.zero,
                  "ZeRO stage: 1 shards the AdamW state across the ranks (gradients "
-                 "reduce-scattered, parameters all-gathered); its checkpoints hold no optimizer "
-                 "state (rgtrain writes no sharded checkpoints yet), so no --resume")
+                 "reduce-scattered, parameters all-gathered); each rank saves its optimizer "
+                 "shard beside the checkpoint, and --resume reads them at any world size")
       ->check(CLI::Range(0, 1));
   app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
 }

@@ -39,6 +39,7 @@ class Schedule {
   std::vector<int64_t> global_indices(int64_t step);
   int64_t world() const { return world_; }
   int64_t per_rank() const { return per_rank_; }
+  int64_t per_epoch() const { return per_epoch_; }
 
  private:
   int64_t world_, per_rank_, per_epoch_ = 0;

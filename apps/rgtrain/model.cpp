@@ -120,10 +120,6 @@ void check_zero_flags(const Args& a) {
   if (a.zero == 0) return;
   if (a.optimizer != "adamw") fail("--zero 1 needs --optimizer adamw, got '", a.optimizer, "'");
   if (a.grad_view) fail("--zero 1 cannot be combined with --grad-as-bucket-view");
-  if (!a.resume.empty())
-    fail(
-        "--zero 1 cannot --resume: its checkpoints hold no optimizer state (sharded "
-        "checkpoints are not written by rgtrain yet)");
 }
 
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {

@@ -17,7 +17,7 @@ std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Modu
 // --zero 1: ZeroAdamW over the DDP's buckets, with make_optimizer's groups and options.
 std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
                                                           rg::nn::DistributedDataParallel& ddp);
-// UsageError unless --zero's flags fit together (adamw, no bucket views, no --resume).
+// UsageError unless --zero's flags fit together (adamw, no bucket views).
 void check_zero_flags(const Args& a);
 
 // Parameters of make_model(a, vocab, context), counted from the shapes without building it.

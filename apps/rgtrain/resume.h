@@ -6,7 +6,13 @@
 // half-written checkpoint is never seen: only AtomicFile's rename gives a file the name
 // ckpt.safetensors, after all its bytes are on disk. Nor can the file change between rank 0's
 // look and the others' reads: no rank saves before the first training step (a collective
-// one), and rgrun starts a failed job again only after every rank of it has ended.
+// one), and rgrun starts a failed job again only after every rank of it has ended. With
+// --zero 1 the same holds for the optimizer shards: their names carry the step, and a shard
+// is removed only after a newer ckpt names others.
+//
+// The world size may differ from the checkpoint's when the data order stays the same: the
+// global batch of a step is positions [s G, (s+1) G) of the epoch's permutation at any world
+// size, as long as an epoch has as many steps (checked; otherwise an error says so).
 #pragma once
 #include <cstdint>
 
@@ -15,7 +21,12 @@
 namespace rgtrain {
 
 // The step training continues from (0: a fresh start). Call on every rank, after the model
-// and the optimizer are built and before DDP wraps the model.
+// is built and before DDP wraps it. Loads the optimizer state into s.opt too, or, when s.opt
+// is not built yet (--zero 1's ZeroAdamW needs the DDP), keeps it in s.resumed for
+// resume_optimizer.
 int64_t resume_if_asked(RunState& s);
+
+// Loads the optimizer state kept by resume_if_asked into s.opt (nothing when none is kept).
+void resume_optimizer(RunState& s);
 
 }  // namespace rgtrain

@@ -2,9 +2,11 @@
 // the group, data, model, optimizer, DDP wrapper, schedules, trace recorder.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "apps/rgtrain/checkpoint.h"
 #include "apps/rgtrain/config.h"
 #include "apps/rgtrain/data.h"
 #include "dist/process_group.h"
@@ -36,6 +38,7 @@ struct RunState {
   std::string config;     // what a checkpoint must match to be resumed
   std::string ckpt_path;  // empty without --checkpoint
   int64_t start_step = 0;
+  std::optional<Resumed> resumed;   // the optimizer state until s.opt is built (resume.h)
   std::vector<rg::Tensor> initial;  // the weights before step start_step (for --verify)
 };
 

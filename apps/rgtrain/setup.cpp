@@ -91,7 +91,7 @@ void build_model(RunState& s) {
   s.config = config_string(s);
   s.ckpt_path = checkpoint_path(a);
   if (!a.init.empty()) load_into(*s.model, load_checked(a.init, "--init"), a.init);
-  s.opt = make_optimizer(a, *s.model);
+  if (a.zero == 0 || !s.group) s.opt = make_optimizer(a, *s.model);  // else: wrap_ddp's
   if (s.lead && !s.ckpt_path.empty()) remove_stale_checkpoint_temps(s.ckpt_path);
   s.start_step = resume_if_asked(s);
 }
@@ -108,7 +108,10 @@ void wrap_ddp(RunState& s) {
     o.zero_stage = a.zero;
     if (a.reduce_dtype == "bf16") o.comm_hook = rg::dist::bf16_compress_hook;
     s.ddp = std::make_unique<rg::nn::DistributedDataParallel>(s.model, *s.group, o);
-    if (a.zero == 1) s.opt = make_zero_optimizer(a, *s.ddp);  // needs the DDP's buckets
+    if (a.zero == 1) {
+      s.opt = make_zero_optimizer(a, *s.ddp);  // needs the DDP's buckets
+      resume_optimizer(s);
+    }
   }
   // After DDP's broadcast every rank holds rank 0's weights.
   for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());

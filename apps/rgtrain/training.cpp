@@ -11,6 +11,7 @@
 #include "apps/rgtrain/metrics.h"
 #include "apps/rgtrain/train_step.h"
 #include "apps/rgtrain/util.h"
+#include "apps/rgtrain/zero_checkpoint.h"
 
 namespace rgtrain {
 namespace {
@@ -32,10 +33,16 @@ StepResult run_step(RunState& s, StepContext& c, int64_t step) {
   return train_step(c, micro, denom, s.lr_of(step));
 }
 
+// Every rank: with --zero 1 each writes its optimizer shard first (collective); then rank 0
+// commits the ckpt that names them.
 void save(RunState& s, int64_t step) {
-  if (!s.lead || s.ckpt_path.empty()) return;
+  if (s.ckpt_path.empty()) return;
+  auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(s.opt.get());
+  if (zero) save_zero_shard(s.ckpt_path, *zero, step, *s.group);
+  if (!s.lead) return;
   save_checkpoint(s.ckpt_path, *s.model, *s.opt, s.config,
-                  {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed);
+                  {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
+                  zero ? s.world : 0);
 }
 
 }  // namespace

@@ -206,8 +206,9 @@ then ok "--verify: 2 ranks equal one process; --metrics has one JSON line per st
 else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
 
 # --zero 1 under rgrun: the same final weights as plain DDP up to f32 rounding (the
-# reduce-scatter sums in another order), clipping across the shards; its checkpoint holds no
-# optimizer state (rgtrain writes no sharded checkpoints yet), so --resume is refused.
+# reduce-scatter sums in another order), clipping across the shards; its optimizer state is in
+# one shard file per rank (resume: test_zero_checkpoint.sh), so one process without --zero
+# refuses to resume it.
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 \
   --checkpoint "$TMP/ddp2" >"$TMP/ddp2.out" 2>&1
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 1 \
@@ -242,7 +243,9 @@ PY
 then ok "--zero 1 under rgrun: the checkpoint's weights equal plain DDP's (f32 rounding)"
 else bad "--zero 1 differs from DDP: $(tail -3 "$TMP/zero2.out")"; fi
 check_bad "--zero 1 with sgd" "${TINY[@]}" --steps 1 --zero 1 --optimizer sgd
-check_bad "--zero 1 with --resume" "${TINY[@]}" --steps 1 --zero 1 --checkpoint "$TMP/zero2" --resume
+check_bad "--resume of a --zero 1 checkpoint in one process" "${TINY[@]}" --steps 4 --zero 1 \
+  --checkpoint "$TMP/zero2" --resume
+grep -q "sharded into 2 files by --zero 1" "$TMP/err" || bad "names the sharded optimizer state"
 check_bad "--zero 2" "${TINY[@]}" --steps 1 --zero 2
 
 # The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights

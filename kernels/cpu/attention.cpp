@@ -25,6 +25,7 @@
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/compute_type.h"
+#include "kernels/cpu/eigen_threads.h"
 
 namespace rg::cpu {
 namespace {
@@ -134,7 +135,9 @@ void attention_typed(const Tensor& out, const Tensor& lse, const Tensor& q, cons
                      const Tensor& v, const Geometry& g) {
   using C = compute_t<T>;
   using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  EigenSingleThread single;
   parallel_for(q.size(0), 1, [&](int64_t b0, int64_t b1) {
+    EigenSingleThread scope;
     std::vector<C> lse_row(g.T);
     for (int64_t b = b0; b < b1; ++b) {
       SliceOf<T, C> qs(q.data<T>() + b * g.T * g.D, g.T * g.D);
@@ -158,7 +161,9 @@ void attention_backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& 
                               const Tensor& out, const Tensor& lse, const Geometry& g) {
   using C = compute_t<T>;
   using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  EigenSingleThread single;
   parallel_for(q.size(0), 1, [&](int64_t b0, int64_t b1) {
+    EigenSingleThread scope;
     std::vector<C> lse_row(g.T), delta(g.T);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t qo = b * g.T * g.D, ko = b * g.S * g.D, vo = b * g.S * g.Dv,

@@ -6,8 +6,6 @@
 // run by rg::parallel_for, each a single-threaded Eigen GEMM (Eigen's own OpenMP GEMM
 // busy-waits on its other threads, which costs whole scheduler slices when another process
 // shares a core). bf16 computes in f32.
-#include <omp.h>
-
 #include <algorithm>
 
 #pragma GCC diagnostic push
@@ -21,6 +19,7 @@
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/eigen_threads.h"
 #include "kernels/cpu/tensor_utils.h"
 
 namespace rg::cpu {
@@ -82,18 +81,6 @@ void gemm_any(T* c, const T* a, SliceLayout la, const T* b, SliceLayout lb, int6
     gemm<T, C, C>(c, a, b, m, k, n, lda, ldb);
 }
 
-// Sets the calling thread's OpenMP team size for Eigen, restoring it on scope exit.
-class EigenThreads {
- public:
-  explicit EigenThreads(int n) : previous_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~EigenThreads() { omp_set_num_threads(previous_); }
-  EigenThreads(const EigenThreads&) = delete;
-  EigenThreads& operator=(const EigenThreads&) = delete;
-
- private:
-  int previous_;
-};
-
 template <typename T>
 void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
@@ -132,9 +119,9 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
   };
   const int64_t grain =
       std::max<int64_t>(1, kGemmGrain / std::max<int64_t>(1, rows_per_task * n * k));
-  EigenThreads single(1);
+  EigenSingleThread single;
   parallel_for(batch * blocks, grain, [&](int64_t begin, int64_t end) {
-    EigenThreads scope(1);
+    EigenSingleThread scope;
     for (int64_t t = begin; t < end; ++t) task(t);
   });
 }

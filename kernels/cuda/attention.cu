@@ -31,6 +31,16 @@ RG_HD inline int64_t key_end(const Geometry& g, int64_t i) {
   return g.causal ? (i + 1 < g.S ? i + 1 : g.S) : g.S;
 }
 
+// The row of the B * rows this warp handles (one row per warp of each block), and its lane.
+struct WarpRow {
+  int warp, lane;
+  int64_t row;
+};
+__device__ inline WarpRow warp_row() {
+  const int warp = int(threadIdx.x) / 32;
+  return {warp, int(threadIdx.x) % 32, int64_t(blockIdx.x) * (blockDim.x / 32) + warp};
+}
+
 // a . b over n elements by the 32 lanes of a warp; every lane gets the sum.
 template <typename C, typename T>
 __device__ inline C warp_dot(const T* a, const T* b, int64_t n, int lane) {
@@ -44,9 +54,8 @@ __global__ void attention_forward_kernel(T* out, L* lse, const T* q, const T* k,
                                          Geometry g) {
   using C = acc_t<T>;
   RG_DYNAMIC_SHARED(C, shared);
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + warp;  // over B * T
-  if (row >= g.B * g.T) return;                                        // the whole warp
+  const auto [warp, lane, row] = warp_row();  // row over B * T
+  if (row >= g.B * g.T) return;               // the whole warp
   const int64_t b = row / g.T, i = row % g.T;
   C* acc = shared + int64_t(warp) * g.Dv;
   const T* qi = q + row * g.D;
@@ -69,14 +78,26 @@ __global__ void attention_forward_kernel(T* out, L* lse, const T* q, const T* k,
   if (lane == 0) lse[row] = L(m + C(m_log(l)));
 }
 
+template <typename C>
+struct PairTerms {
+  C p, ds;
+};
+
+// For one (query i, key j): p = exp(scale q_i . k_j - lse_i), ds = p (dout_i . v_j - D_i).
+template <typename C, typename T>
+__device__ inline PairTerms<C> pair_terms(const T* qi, const T* kj, const T* doi, const T* vj,
+                                          C lse_i, C delta_i, const Geometry& g, int lane) {
+  const C p = C(m_exp(warp_dot<C>(qi, kj, g.D, lane) * C(g.scale) - lse_i));
+  return {p, p * (warp_dot<C>(doi, vj, g.Dv, lane) - delta_i)};
+}
+
 template <typename T, typename L>
 __global__ void attention_dq_kernel(T* dq, L* delta, const T* dout, const T* q, const T* k,
                                     const T* v, const T* out, const L* lse, Geometry g) {
   using C = acc_t<T>;
   RG_DYNAMIC_SHARED(C, shared);
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + warp;  // over B * T
-  if (row >= g.B * g.T) return;
+  const auto [warp, lane, row] = warp_row();  // row over B * T
+  if (row >= g.B * g.T) return;               // the whole warp
   const int64_t b = row / g.T, i = row % g.T;
   C* acc = shared + int64_t(warp) * g.D;
   const T* qi = q + row * g.D;
@@ -87,9 +108,8 @@ __global__ void attention_dq_kernel(T* dq, L* delta, const T* dout, const T* q, 
   if (lane == 0) delta[row] = L(di);
   for (int64_t d = lane; d < g.D; d += 32) acc[d] = C(0);
   for (int64_t j = 0; j < key_end(g, i); ++j) {
-    const C p = C(m_exp(warp_dot<C>(qi, kb + j * g.D, g.D, lane) * C(g.scale) - li));
-    const C ds = p * (warp_dot<C>(doi, vb + j * g.Dv, g.Dv, lane) - di);
-    for (int64_t d = lane; d < g.D; d += 32) acc[d] += ds * convert<C>(kb[j * g.D + d]);
+    const PairTerms<C> t = pair_terms(qi, kb + j * g.D, doi, vb + j * g.Dv, li, di, g, lane);
+    for (int64_t d = lane; d < g.D; d += 32) acc[d] += t.ds * convert<C>(kb[j * g.D + d]);
   }
   for (int64_t d = lane; d < g.D; d += 32) dq[row * g.D + d] = convert<T>(C(acc[d] * C(g.scale)));
 }
@@ -99,9 +119,8 @@ __global__ void attention_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, c
                                       const T* v, const L* lse, const L* delta, Geometry g) {
   using C = acc_t<T>;
   RG_DYNAMIC_SHARED(C, shared);
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + warp;  // over B * S
-  if (row >= g.B * g.S) return;
+  const auto [warp, lane, row] = warp_row();  // row over B * S
+  if (row >= g.B * g.S) return;               // the whole warp
   const int64_t b = row / g.S, j = row % g.S;
   C* acc_k = shared + int64_t(warp) * (g.D + g.Dv);
   C* acc_v = acc_k + g.D;
@@ -113,10 +132,9 @@ __global__ void attention_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, c
     const int64_t at = b * g.T + i;
     const T* qi = q + at * g.D;
     const T* doi = dout + at * g.Dv;
-    const C p = C(m_exp(warp_dot<C>(qi, kj, g.D, lane) * C(g.scale) - C(lse[at])));
-    const C ds = p * (warp_dot<C>(doi, vj, g.Dv, lane) - C(delta[at]));
-    for (int64_t d = lane; d < g.Dv; d += 32) acc_v[d] += p * convert<C>(doi[d]);
-    for (int64_t d = lane; d < g.D; d += 32) acc_k[d] += ds * convert<C>(qi[d]);
+    const PairTerms<C> t = pair_terms(qi, kj, doi, vj, C(lse[at]), C(delta[at]), g, lane);
+    for (int64_t d = lane; d < g.Dv; d += 32) acc_v[d] += t.p * convert<C>(doi[d]);
+    for (int64_t d = lane; d < g.D; d += 32) acc_k[d] += t.ds * convert<C>(qi[d]);
   }
   for (int64_t d = lane; d < g.D; d += 32) dk[row * g.D + d] = convert<T>(C(acc_k[d] * C(g.scale)));
   for (int64_t d = lane; d < g.Dv; d += 32) dv[row * g.Dv + d] = convert<T>(acc_v[d]);

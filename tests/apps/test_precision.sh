@@ -12,11 +12,7 @@
 set -u
 RGTRAIN=$1
 RGRUN=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
+source "$(dirname "$0")/job_helpers.sh"  # TMP, FAILS, ok, bad
 
 # compare A.jsonl B.jsonl FIRST_N REL: the first FIRST_N losses of two --metrics files agree
 # to REL, relative.

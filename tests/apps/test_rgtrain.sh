@@ -7,13 +7,9 @@
 set -u
 RGTRAIN=$1
 RGRUN=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
+source "$(dirname "$0")/job_helpers.sh"  # TMP, FAILS, ok, bad
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 4 --threads 1
       --eval-every 0 --warmup 2)
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
 
 "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/straight" >/dev/null || bad "straight run"
 "$RGTRAIN" "${TINY[@]}" --steps 6 --checkpoint "$TMP/r3" --checkpoint-every 3 --stop-after 3 \
@@ -213,33 +209,9 @@ else bad "--verify/--metrics: $(cat "$TMP/out")"; fi
   --checkpoint "$TMP/ddp2" >"$TMP/ddp2.out" 2>&1
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 1 \
   --checkpoint "$TMP/zero2" >"$TMP/zero2.out" 2>&1
-if python3 - "$TMP/ddp2/ckpt.safetensors" "$TMP/zero2/ckpt.safetensors" <<'PY'
-import array, json, struct, sys
-def load(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    header.pop("__metadata__", None)
-    out = {}
-    for name, t in header.items():
-        a, b = t["data_offsets"]
-        if t["dtype"] == "F32":
-            out[name] = array.array("f", raw[8 + n + a:8 + n + b])
-        else:
-            out[name] = None
-    return out
-ddp, zero = load(sys.argv[1]), load(sys.argv[2])
-weights = sorted(k for k in ddp if not k.startswith("optim."))
-ok = weights == sorted(zero) and any(k.startswith("optim.") for k in ddp)
-worst = 0.0
-for k in weights:
-    if ddp[k] is None:
-        continue
-    scale = max(max(abs(v) for v in ddp[k]), 1e-30)
-    worst = max(worst, max(abs(x - y) for x, y in zip(ddp[k], zero[k])) / scale)
-print("--zero 1 vs DDP: max relative weight difference", worst)
-sys.exit(0 if ok and worst < 1e-5 else 1)
-PY
+if grep -aq '"optim\.' "$TMP/ddp2/ckpt.safetensors" &&
+   python3 "$(dirname "$0")/weights_diff.py" "$TMP/ddp2/ckpt.safetensors" \
+     "$TMP/zero2/ckpt.safetensors" 0 1e-5
 then ok "--zero 1 under rgrun: the checkpoint's weights equal plain DDP's (f32 rounding)"
 else bad "--zero 1 differs from DDP: $(tail -3 "$TMP/zero2.out")"; fi
 check_bad "--zero 1 with sgd" "${TINY[@]}" --steps 1 --zero 1 --optimizer sgd
@@ -306,24 +278,8 @@ BUDGET=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --threads 1 
 if grep -q "micro-batch 8 of 8 per rank .*accumulation 1$" "$TMP/b180.out" &&
    grep -q "micro-batch 2 of 8 per rank .*accumulation 4$" "$TMP/b90.out" &&
    "$RGTRAIN" --compare "$TMP/b90/ckpt.safetensors" "$TMP/m2/ckpt.safetensors" >/dev/null 2>&1 &&
-   python3 - "$TMP/b180/ckpt.safetensors" "$TMP/b90/ckpt.safetensors" <<'PY'
-import array, json, struct, sys
-def weights(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in head.items():
-        if name == "__metadata__" or t["dtype"] != "F64" or name.startswith("optim"): continue
-        a, b = t["data_offsets"]
-        out[name] = array.array("d", raw[8 + n + a:8 + n + b])
-    return out
-x, y = weights(sys.argv[1]), weights(sys.argv[2])
-worst = max(max(abs(p - q) for p, q in zip(x[k], y[k])) / max(1e-30, max(abs(q) for q in y[k]))
-            for k in x)
-print("tensors", len(x), "max relative difference", worst)
-sys.exit(0 if len(x) == len(y) > 0 and worst < 1e-10 else 1)
-PY
+   python3 "$(dirname "$0")/weights_diff.py" "$TMP/b180/ckpt.safetensors" \
+     "$TMP/b90/ckpt.safetensors" 0 1e-10
 then ok "--memory-budget: micro-batch 8 or 2 by budget, same weights (f64, 1e-10); equals --micro-batch 2"
 else bad "--memory-budget: $(cat "$TMP/b180.out" "$TMP/b90.out")"; fi
 check_bad "budget not a size" "${BUDGET[@]}" --memory-budget 2x

@@ -2,23 +2,20 @@
 # rgtrain --zero 1 checkpoints under rgrun: each rank saves its optimizer shard beside
 # ckpt.safetensors, and --resume reads them. A 2-rank run stopped after step 4 and resumed to
 # step 8 equals the uninterrupted 8-step run bit for bit (weights and shards); resumed at 1 or
-# 4 ranks it equals it within f32 rounding (the sums run in another order): max relative
-# difference per tensor ~1e-5, below the ~6e-5 between uninterrupted runs at 1 and 2 ranks and
-# far below the ~0.5 of a resume with fresh moments. Plain checkpoints change world size too,
+# 4 ranks it equals it to 1e-10 in f64 (measured ~4e-14: the sums run in another order), far
+# below the ~0.5 of a resume with fresh moments. Plain checkpoints change world size too,
 # unless an epoch would have another number of steps. A shard's stale temp file is removed;
 # a missing or stale shard, or optimizer state of the other kind (sharded vs whole), fails
 # with one line.
 set -u
 RGTRAIN=$1
 RGRUN=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; FAILS=$((FAILS + 1)); }
+source "$(dirname "$0")/job_helpers.sh"  # TMP, FAILS, ok, bad
 # --micro-batch 2 divides the global batch of 8 at world 1, 2 and 4.
+# f64 (--precision f64): a resume at another world size sums in another order, which in f32
+# AdamW amplifies to ~5e-5 in 8 steps, too close to the differences that matter.
 BASE=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
-      --eval-every 0 --warmup 2 --steps 8)
+      --eval-every 0 --warmup 2 --steps 8 --precision f64)
 zrun() {  # zrun RANKS FLAGS...: rgtrain --zero 1 under rgrun
   local n=$1
   shift
@@ -26,29 +23,8 @@ zrun() {  # zrun RANKS FLAGS...: rgtrain --zero 1 under rgrun
 }
 shard() { echo "$1/optim-step-$2-shard-$3-of-$4.safetensors"; }
 
-# The max relative difference (per tensor, to its largest value) of the weights of two
-# checkpoints; exit 1 unless it lies in [$3, $4).
-weights_differ_by() {
-  python3 - "$@" <<'PY'
-import array, json, struct, sys
-def weights(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in head.items():
-        if name == "__metadata__" or t["dtype"] != "F32" or name.startswith("optim."): continue
-        a, b = t["data_offsets"]
-        out[name] = array.array("f", raw[8 + n + a:8 + n + b])
-    return out
-x, y = weights(sys.argv[1]), weights(sys.argv[2])
-worst = max(max(abs(p - q) for p, q in zip(x[k], y[k])) / max(1e-30, max(abs(q) for q in y[k]))
-            for k in x)
-print("max relative weight difference", worst)
-lo, hi = float(sys.argv[3]), float(sys.argv[4])
-sys.exit(0 if sorted(x) == sorted(y) and len(x) > 0 and lo <= worst < hi else 1)
-PY
-}
+# weights_differ_by A B LOW HIGH: the checkpoints' weights differ by a relative LOW..HIGH.
+weights_differ_by() { python3 "$(dirname "$0")/weights_diff.py" "$@"; }
 
 # Errors: one "rgtrain: error:" line naming the file.
 fails_with() {  # fails_with NAME PATTERN COMMAND...
@@ -81,9 +57,9 @@ else bad "--zero 1 resume at 2 ranks differs: $(ls "$TMP/r2")"; fi
 for n in 1 4; do
   cp -r "$TMP/z4" "$TMP/r$n"
   zrun $n --checkpoint "$TMP/r$n" --resume >"$TMP/r$n.out" 2>&1 || bad "resume at $n: $(tail -3 "$TMP/r$n.out")"
-  if weights_differ_by "$TMP/z8/ckpt.safetensors" "$TMP/r$n/ckpt.safetensors" 0 1e-4 &&
+  if weights_differ_by "$TMP/z8/ckpt.safetensors" "$TMP/r$n/ckpt.safetensors" 0 1e-10 &&
      [ "$(ls "$TMP/r$n" | grep -c optim-)" -eq "$n" ] && [ -f "$(shard "$TMP/r$n" 8 0 $n)" ]; then
-    ok "--zero 1: the 2-rank checkpoint resumed at $n rank(s) == uninterrupted (f32 rounding)"
+    ok "--zero 1: the 2-rank checkpoint resumed at $n rank(s) == uninterrupted (f64, 1e-10)"
   else bad "--zero 1 resume at $n ranks: $(ls "$TMP/r$n") $(tail -3 "$TMP/r$n.out")"; fi
 done
 
@@ -93,8 +69,8 @@ done
   --stop-after 4 >/dev/null 2>&1
 "$RGTRAIN" "${BASE[@]}" --checkpoint "$TMP/p4" --resume >"$TMP/out" 2>&1
 if grep -q "resuming a world-size-2 checkpoint at world size 1" "$TMP/out" &&
-   weights_differ_by "$TMP/p8/ckpt.safetensors" "$TMP/p4/ckpt.safetensors" 0 1e-4; then
-  ok "a plain 2-rank checkpoint resumed in one process == uninterrupted (f32 rounding)"
+   weights_differ_by "$TMP/p8/ckpt.safetensors" "$TMP/p4/ckpt.safetensors" 0 1e-10; then
+  ok "a plain 2-rank checkpoint resumed in one process == uninterrupted (f64, 1e-10)"
 else bad "plain resume at another world size: $(cat "$TMP/out")"; fi
 
 # 20000 examples in global batches of 3: 6667 steps per epoch at 3 ranks (6667 examples per

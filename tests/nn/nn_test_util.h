@@ -30,6 +30,16 @@ inline nn::GPTConfig small_gpt_config(int64_t vocab, uint64_t seed) {
   return c;
 }
 
+// The memory tests' GPT: `layers` blocks, 4 heads, width 64, vocab and context 64.
+inline nn::GPTConfig width64_gpt_config(int64_t layers) {
+  nn::GPTConfig c = small_gpt_config(64, 9);
+  c.n_layer = layers;
+  c.n_embd = 64;
+  c.n_head = 4;
+  c.block_size = 64;
+  return c;
+}
+
 inline Tensor random_tokens(const Shape& shape, int64_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int64_t> v(numel_of(shape));

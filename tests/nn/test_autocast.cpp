@@ -130,12 +130,7 @@ TEST_CASE("autocast GPT: loss and gradients near f32; checkpointing recomputes i
 }
 
 TEST_CASE("autocast GPT: the activations saved for backward shrink towards half") {
-  GPTConfig c = nn_test::small_gpt_config(64, 9);
-  c.n_layer = 2;
-  c.n_embd = 64;
-  c.n_head = 4;
-  c.block_size = 64;
-  GPT gpt(c);
+  GPT gpt(nn_test::width64_gpt_config(2));
   auto saved_by_forward = [&](bool bf16, int64_t batch) {
     Tensor idx = nn_test::random_tokens({batch, 64}, 64, 1);
     Tensor targets = nn_test::random_tokens({batch, 64}, 64, 2);

@@ -91,11 +91,7 @@ TEST_CASE("checkpoint: an input written in place before backward is a named erro
 // Peak bytes are monotonic (no reset), so the checkpointed step runs first: the peak after it
 // bounds its own from above, and the plain step's new, higher peak is exactly its own.
 TEST_CASE("checkpointing keeps only the blocks' inputs: the activation peak falls") {
-  GPTConfig c = nn_test::small_gpt_config(64, 9);
-  c.n_layer = 6;
-  c.n_embd = 64;
-  c.n_head = 4;
-  c.block_size = 64;
+  GPTConfig c = nn_test::width64_gpt_config(6);
   GPT plain(c), checkpointed(c);
   checkpointed.checkpoint_activations = true;
   Tensor idx = nn_test::random_tokens({8, 64}, 64, 1),

@@ -35,15 +35,6 @@ size_t grown(MemoryCategory c, const MemoryCategoryStats& before) {
   return categories().at(c) - before.at(c);
 }
 
-GPTConfig report_config(int layers) {
-  GPTConfig c = nn_test::small_gpt_config(64, 9);
-  c.n_layer = layers;
-  c.n_embd = 64;
-  c.n_head = 4;
-  c.block_size = 64;
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("memory report: a parameter-only model reports its parameter bytes exactly") {
@@ -51,14 +42,14 @@ TEST_CASE("memory report: a parameter-only model reports its parameter bytes exa
   Linear linear(48, 80);
   CHECK(grown(MemoryCategory::parameters, before) == block_of(48 * 80 * 4) + block_of(80 * 4));
   CHECK(categories().total - before.total == block_bytes_of(linear.parameters()));
-  GPT gpt(report_config(2));
+  GPT gpt(nn_test::width64_gpt_config(2));
   CHECK(grown(MemoryCategory::parameters, before) ==
         block_bytes_of(linear.parameters()) + block_bytes_of(gpt.parameters()));
   CHECK(categories().at(MemoryCategory::gradients) == before.at(MemoryCategory::gradients));
 }
 
 TEST_CASE("memory report: a training step's gradients, optimizer state and activations") {
-  GPT gpt(report_config(2));
+  GPT gpt(nn_test::width64_gpt_config(2));
   optim::AdamW opt(gpt.parameters());
   const size_t param_bytes = block_bytes_of(gpt.parameters());
   Tensor idx = nn_test::random_tokens({4, 64}, 64, 1),
@@ -87,7 +78,7 @@ TEST_CASE("memory report: checkpointing keeps one block's activations at a time"
   Tensor idx = nn_test::random_tokens({8, 64}, 64, 1),
          targets = nn_test::random_tokens({8, 64}, 64, 2);
   auto activation_peak = [&](int n_layer, bool checkpointed) {
-    GPT model(report_config(n_layer));
+    GPT model(nn_test::width64_gpt_config(n_layer));
     model.checkpoint_activations = checkpointed;
     reset_peak_memory_stats(kCPU);
     const size_t start = categories().at(MemoryCategory::activations);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # rgtrain --precision bf16 (autocast, f32 master weights) against f32:
-#  * cpu, the demo task (2 layers, width 64, two-digit addition, 600 steps, 1 thread): the
-#    first 20 losses agree to 1e-3 relative; after that the curves part (training is chaotic),
-#    so the tolerance is f32's own spread over seeds: every 50-step mean of the bf16 curve
-#    lies between those of f32 with seeds 1337 and 7 (less 20% and 0.05 below, plus 25% and
-#    0.05 above). And bf16 still reaches >= 95% held-out;
+#  * cpu, the demo task (2 layers, width 64, two-digit addition, rgtrain's default 1200 steps,
+#    one micro-batch of 64, 1 thread): the first 20 losses agree to 1e-3 relative; after that
+#    the curves part (training is chaotic), so the tolerance is f32's own spread over seeds:
+#    no 100-step mean of the bf16 curve is above the larger of f32's with seeds 1337 and 7 by
+#    more than 25% + 0.05 (lower is fine: it may converge sooner), the last is below 0.05, and
+#    bf16 still reaches >= 95% held-out. (At 600 steps some seeds had not converged in either
+#    precision: a held-out check there would test the seed, not the precision);
 #  * sim (the CUDA kernels on the cpu), a tiny GPT for 20 steps: bf16 within 1e-3 of f32 on
 #    sim, and the same curve as bf16 on the cpu (1e-4);
 #  * 2 ranks with --reduce-dtype bf16 (gradients all-reduced as bf16) stay within 1e-2 of
@@ -27,26 +29,27 @@ sys.exit(0 if len(a) == len(b) >= first and early <= rel else 1)
 PY
 }
 
-# within_seed_spread F32_SEED_A F32_SEED_B BF16: each 50-step mean of BF16's curve lies within
-# the two f32 curves' means (with the margins above).
+# within_seed_spread F32_SEED_A F32_SEED_B BF16: no 100-step mean of BF16's curve is above the
+# larger of the two f32 curves' means by more than the margin above; the last is below 0.05.
 within_seed_spread() {
   python3 - "$@" <<'PY'
 import json, sys
 curves = [[json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:4]]
-w = 50
+w = 100
 means = [[sum(c[i:i + w]) / w for i in range(0, len(c) - w + 1, w)] for c in curves]
-ok = len({len(c) for c in curves}) == 1
+ok = len({len(c) for c in curves}) == 1 and len(means[2]) > 0 and means[2][-1] < 0.05
 for i, (a, b, m) in enumerate(zip(*means)):
-    lo, hi = 0.8 * min(a, b) - 0.05, 1.25 * max(a, b) + 0.05
     print(f"steps {i * w + 1}-{i * w + w}: f32 {a:.3f} / {b:.3f} (seeds), bf16 {m:.3f}")
-    ok = ok and lo <= m <= hi
+    ok = ok and m <= 1.25 * max(a, b) + 0.05
 sys.exit(0 if ok else 1)
 PY
 }
 
-DEMO=(--threads 1 --steps 600 --eval-every 0 --print-every 0)
+DEMO=(--threads 1 --steps 1200 --micro-batch 64 --eval-every 0 --print-every 0)
+"$RGTRAIN" "${DEMO[@]}" --seed 7 --metrics "$TMP/f32_7.jsonl" >/dev/null 2>&1 &
+SEED7=$!  # the two f32 runs share the two cores
 "$RGTRAIN" "${DEMO[@]}" --metrics "$TMP/f32.jsonl" >"$TMP/f32.out" 2>&1 || bad "f32 demo run"
-"$RGTRAIN" "${DEMO[@]}" --seed 7 --metrics "$TMP/f32_7.jsonl" >/dev/null 2>&1 || bad "f32 seed 7"
+wait $SEED7 || bad "f32 seed 7"
 "$RGTRAIN" "${DEMO[@]}" --precision bf16 --metrics "$TMP/bf16.jsonl" >"$TMP/bf16.out" 2>&1 ||
   bad "bf16 demo run"
 if compare "$TMP/f32.jsonl" "$TMP/bf16.jsonl" 20 1e-3 &&

@@ -6,6 +6,7 @@
 // An op records a node when its output is floating and an input requires grad. It saves for
 // backward only the tensors its row's gradient reads (add saves nothing, mul its inputs, exp
 // its output), read off the row's gradient text.
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <string_view>
@@ -62,18 +63,36 @@ bool expression_reads(std::string_view expr, char name) {
   return false;
 }
 
-// Whether the gradients of `op` that will run (unary: need[0]) read `name`.
-bool gradient_reads(const ElementwiseInfo& op, const bool need[2], char name) {
+// Which variables a row's gradient for each input reads: bit v for kVariables[v].
+constexpr char kVariables[] = "xaby";
+using ReadMasks = std::array<uint8_t, 2>;
+
+ReadMasks read_masks_of(const ElementwiseInfo& op) {
+  ReadMasks masks{0, 0};
   for (int i = 0; i < 2; ++i)
-    if (need[i] && op.gradient[i] && !op.gradient_is_g[i] && expression_reads(op.gradient[i], name))
-      return true;
-  return false;
+    for (int v = 0; v < 4; ++v)
+      if (op.gradient[i] && !op.gradient_is_g[i] && expression_reads(op.gradient[i], kVariables[v]))
+        masks[i] |= uint8_t(1u << v);
+  return masks;
 }
 
-// t saved for backward when the gradient reads it, else an empty slot.
-SavedTensor save_if_read(const ElementwiseInfo& op, const bool need[2], char name,
+// The masks of every row, scanned from the table's text once (not on every op call).
+template <typename Op, int kCount>
+const ReadMasks& read_masks(Op op) {
+  static const std::array<ReadMasks, kCount> table = [] {
+    std::array<ReadMasks, kCount> t{};
+    for (int i = 0; i < kCount; ++i) t[i] = read_masks_of(info(Op(i)));
+    return t;
+  }();
+  return table[static_cast<int>(op)];
+}
+
+// t saved for backward when a gradient that will run (need[i]) reads `name`, else an empty slot.
+SavedTensor save_if_read(const char* op, const ReadMasks& masks, const bool need[2], char name,
                          const Tensor& t) {
-  return gradient_reads(op, need, name) ? SavedTensor(t, op.name) : SavedTensor();
+  const uint8_t bit = uint8_t(1u << (std::string_view(kVariables).find(name)));
+  const bool read = (need[0] && (masks[0] & bit)) || (need[1] && (masks[1] & bit));
+  return read ? SavedTensor(t, op) : SavedTensor();
 }
 
 // A saved operand, or g in the place of one the gradient does not read (never looked at).
@@ -151,10 +170,10 @@ Tensor binary_op(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   if (!is_floating(out.dtype()) || !needs_grad({a, b})) return out;
 
   const bool need[2] = {a.requires_grad(), b.requires_grad()};
-  const ElementwiseInfo& row = info(op);
-  BinaryOperands saved{save_if_read(row, need, 'a', a),
-                       save_if_read(row, need, 'b', b),
-                       save_if_read(row, need, 'y', out),
+  const ReadMasks& masks = read_masks<BinaryOp, kNumBinaryOps>(op);
+  BinaryOperands saved{save_if_read(name, masks, need, 'a', a),
+                       save_if_read(name, masks, need, 'b', b),
+                       save_if_read(name, masks, need, 'y', out),
                        a.shape(),
                        b.shape(),
                        out.dtype()};
@@ -170,10 +189,10 @@ Tensor unary_op(UnaryOp op, const Tensor& x_in) {
   if (!is_floating(out.dtype()) || !needs_grad({x})) return out;
 
   const bool need[2] = {true, false};
-  const ElementwiseInfo& row = info(op);
+  const ReadMasks& masks = read_masks<UnaryOp, kNumUnaryOps>(op);
   record(name, out, {x},
-         UnaryDerivative{op, save_if_read(row, need, 'x', x), save_if_read(row, need, 'y', out),
-                         out.dtype()});
+         UnaryDerivative{op, save_if_read(name, masks, need, 'x', x),
+                         save_if_read(name, masks, need, 'y', out), out.dtype()});
   return out;
 }
 

@@ -43,7 +43,8 @@ struct Args {
   double max_model_memory_gib = 0;      // 0: 3/4 of this machine's memory
   std::string trace, checkpoint, init, metrics, data;
   int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;
-  std::vector<std::string> compare;  // --compare A B
+  std::vector<std::string> compare;                           // --compare A B
+  bool autocast_bf16() const { return precision == "bf16"; }  // forwards under AutocastGuard
 };
 
 // Parses argv. --help prints the help and exits 0; a bad flag throws UsageError.

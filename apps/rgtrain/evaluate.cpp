@@ -11,7 +11,7 @@ namespace {
 
 auto logits_of(RunState& s) {
   return [&s](const rg::Tensor& idx) {
-    rg::AutocastGuard autocast(rg::DType::bf16, s.args.precision == "bf16");
+    rg::AutocastGuard autocast(rg::DType::bf16, s.args.autocast_bf16());
     return s.model->forward(idx);
   };
 }

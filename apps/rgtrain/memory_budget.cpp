@@ -27,7 +27,7 @@ double dry_run_peak(RunState& s, rg::nn::Module& model, int64_t m) {
   const size_t base = rg::memory_stats(s.device).allocated;
   rg::reset_peak_memory_stats(s.device);
   {
-    rg::AutocastGuard autocast(rg::DType::bf16, s.args.precision == "bf16");
+    rg::AutocastGuard autocast(rg::DType::bf16, s.args.autocast_bf16());
     rg::Tensor logits = model.forward(x);
     rg::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}), rg::Reduction::sum,
                       rg::data::kIgnoreIndex)

@@ -19,7 +19,7 @@ namespace {
 StepContext context_of(RunState& s) {
   StepContext c{*s.model,    *s.opt,        s.ddp.get(), *s.data.train,           s.device,
                 s.args.clip, s.trace.get(), int(s.rank), !s.args.allow_nonfinite, s.group.get()};
-  c.autocast = s.args.precision == "bf16";
+  c.autocast = s.args.autocast_bf16();
   return c;
 }
 

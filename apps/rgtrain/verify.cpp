@@ -25,7 +25,7 @@ void verify_against_reference(RunState& s) {
   }
   auto ropt = make_optimizer(a, *ref);
   StepContext c{*ref, *ropt, nullptr, *s.data.train, s.device, a.clip, nullptr, 0};
-  c.autocast = a.precision == "bf16";
+  c.autocast = a.autocast_bf16();
   for (int64_t step = 0; step < a.steps; ++step) {
     auto idx = s.schedule->global_indices(step);
     const double denom = std::max(1.0, count_targets(*s.data.train, idx));

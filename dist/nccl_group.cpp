@@ -114,9 +114,11 @@ class NcclGroup : public ProcessGroup {
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
     wait_for_producers();
+    used_on_nccl_stream(t);
     return post([&] { return ncclSend(t.data_ptr(), t.nbytes(), ncclUint8, dst, comm_, stream_); });
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope&) override {
+    used_on_nccl_stream(t);
     return post([&] { return ncclRecv(t.data_ptr(), t.nbytes(), ncclUint8, src, comm_, stream_); });
   }
 
@@ -160,6 +162,7 @@ class NcclGroup : public ProcessGroup {
              "contiguous tensor on ",
              device_.str());
     ncclRedOp_t nccl_op = op == CombineOp::max ? ncclMax : op == CombineOp::avg ? ncclAvg : ncclSum;
+    used_on_nccl_stream(t);
     return post([&] {
       return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
                            comm_, stream_);
@@ -167,6 +170,12 @@ class NcclGroup : public ProcessGroup {
   }
 
  private:
+  // t was allocated on another stream: its block must outlive NCCL's use of it even if the
+  // caller drops it before the work completes (PyTorch's record_stream).
+  void used_on_nccl_stream(const Tensor& t) {
+    gpu::record_stream(t, gpu::Stream{device_, stream_});
+  }
+
   // NCCL's stream waits (on the device) for what is queued on this thread's stream and on the
   // compute stream, where the data to send was produced.
   void wait_for_producers() {

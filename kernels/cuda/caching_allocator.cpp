@@ -29,6 +29,7 @@ size_t CachingAllocator::size_class(size_t n) {
 void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   size_t cls = size_class(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.empty()) return_finished_locked(false);
   Bucket& bucket = buckets_[{stream, cls}];
   void* p = nullptr;
   if (!bucket.cached.empty()) {
@@ -39,10 +40,14 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
     size_t needed = bucket.cached.size() + bucket.live + 1;
     if (bucket.cached.capacity() < needed)
       bucket.cached.reserve(std::max(needed, 2 * bucket.cached.capacity()));
-    if (cap_ && stats_.reserved + cls > cap_) release_cached_locked();
+    if (cap_ && stats_.reserved + cls > cap_) {
+      return_finished_locked(true);
+      release_cached_locked();
+    }
     if (cap_ && stats_.reserved + cls > cap_) fail_oom(nbytes, cls, "the memory cap");
     p = raw_.allocate(cls, device_);
     if (!p) {  // the device is full: give back what we cache and retry once
+      return_finished_locked(true);
       release_cached_locked();
       p = raw_.allocate(cls, device_);
       if (!p) fail_oom(nbytes, cls, "the device's free memory");
@@ -70,11 +75,63 @@ void CachingAllocator::deallocate(void* ptr) noexcept {
     std::fprintf(stderr, "%s allocator: free of an unknown pointer %p\n", name_.c_str(), ptr);
     std::abort();
   }
-  Bucket& bucket = buckets_.find({it->second.stream, it->second.size})->second;
+  const Block block = it->second;
+  live_.erase(it);
+  if (block.uses == 0) return return_block_locked(ptr, block);
+  Pending pending{ptr, block, {}};
+  for (int u = 0; u < block.uses; ++u)
+    pending.events[u] = raw_.record_event(block.use[u].stream, block.use[u].device);
+  pending_.push_back(pending);  // within the capacity reserved by record_stream
+  --blocks_with_uses_;
+}
+
+void CachingAllocator::return_block_locked(void* ptr, const Block& block) {
+  Bucket& bucket = buckets_.find({block.stream, block.size})->second;
   bucket.cached.push_back(ptr);  // within the capacity reserved by allocate
   bucket.live--;
-  stats_.allocated -= it->second.size;
-  live_.erase(it);
+  stats_.allocated -= block.size;
+}
+
+void CachingAllocator::return_finished_locked(bool wait) {
+  size_t kept = 0;
+  for (Pending& p : pending_) {
+    bool done = true;
+    for (int u = 0; u < p.block.uses; ++u) {
+      if (!p.events[u]) continue;
+      if (wait) raw_.event_synchronize(p.events[u]);
+      if (!raw_.event_done(p.events[u])) {
+        done = false;
+        continue;
+      }
+      raw_.event_release(p.events[u]);
+      p.events[u] = nullptr;
+    }
+    if (done)
+      return_block_locked(p.ptr, p.block);
+    else
+      pending_[kept++] = p;
+  }
+  pending_.resize(kept);
+}
+
+bool CachingAllocator::record_stream(void* ptr, void* stream, int stream_device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return false;
+  RG_CHECK(raw_.record_event, name_, " allocator: record_stream is not supported");
+  Block& block = it->second;
+  if (stream == block.stream) return true;
+  for (int u = 0; u < block.uses; ++u)
+    if (block.use[u].stream == stream && block.use[u].device == stream_device) return true;
+  RG_CHECK(block.uses < kMaxUses, name_, " allocator: record_stream: a block used on more than ",
+           kMaxUses, " other streams");
+  if (block.uses == 0) {  // reserve the slot its free will take in pending_
+    size_t needed = pending_.size() + blocks_with_uses_ + 1;
+    if (pending_.capacity() < needed) pending_.reserve(std::max(needed, 2 * pending_.capacity()));
+    ++blocks_with_uses_;
+  }
+  block.use[block.uses++] = Use{stream, stream_device};
+  return true;
 }
 
 AllocatorStats CachingAllocator::stats() {
@@ -84,6 +141,7 @@ AllocatorStats CachingAllocator::stats() {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  return_finished_locked(false);
   release_cached_locked();
 }
 

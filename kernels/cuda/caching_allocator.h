@@ -3,8 +3,12 @@
 // Freed blocks are kept in per-stream free lists keyed by a rounded size class and handed
 // out again without touching the system allocator; a block freed on one stream is reused
 // only by allocations on that stream (work queued there is ordered before the reuse).
+// A block also used on other streams (record_stream, as PyTorch's) returns to its free list
+// only once an event recorded on each of them at the free has completed: until then those
+// streams may still read or write it.
 // A cap (a fraction of device memory) turns into a clear out-of-memory rg::Error.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -21,6 +25,12 @@ struct RawMemory {
   void* (*allocate)(size_t nbytes, int device) = nullptr;  // null when out of memory
   void (*release)(void* ptr, int device) = nullptr;
   size_t (*total)(int device) = nullptr;  // bytes of device memory
+  // Events for record_stream. `stream_device` is the argument record_stream got. An event
+  // is null when the stream's work so far is already complete.
+  void* (*record_event)(void* stream, int stream_device) noexcept = nullptr;
+  bool (*event_done)(void* event) noexcept = nullptr;
+  void (*event_synchronize)(void* event) noexcept = nullptr;
+  void (*event_release)(void* event) noexcept = nullptr;
 };
 
 class CachingAllocator {
@@ -32,6 +42,10 @@ class CachingAllocator {
   // Never allocates or throws: it runs in Storage's destructor, also while an out-of-memory
   // error unwinds. allocate() reserves the free-list slot each live block returns to.
   void deallocate(void* ptr) noexcept;
+  // Marks the block at `ptr` (an allocate() result) as used by work on `stream`, so that
+  // freeing it waits for that work. False (nothing recorded) if `ptr` is not a live block
+  // of this allocator.
+  bool record_stream(void* ptr, void* stream, int stream_device);
   AllocatorStats stats();
   void empty_cache();
   void set_memory_fraction(double fraction);  // (0, 1]
@@ -39,15 +53,29 @@ class CachingAllocator {
   static size_t size_class(size_t nbytes);
 
  private:
+  static constexpr int kMaxUses = 4;  // streams besides the block's own
+  struct Use {
+    void* stream;
+    int device;
+  };
   struct Block {
     size_t size;
     void* stream;
+    int uses = 0;
+    std::array<Use, kMaxUses> use{};
+  };
+  struct Pending {  // freed, waiting for the events of its other streams
+    void* ptr;
+    Block block;
+    std::array<void*, kMaxUses> events{};
   };
   struct Bucket {               // the blocks of one (stream, class)
     std::vector<void*> cached;  // capacity >= cached.size() + live, so a free never grows it
     size_t live = 0;
   };
   void release_cached_locked();
+  void return_block_locked(void* ptr, const Block& block);
+  void return_finished_locked(bool wait);  // pending blocks whose events are done
   [[noreturn]] void fail_oom(size_t nbytes, size_t cls, const char* why);
 
   std::string name_;
@@ -56,6 +84,8 @@ class CachingAllocator {
   std::mutex mutex_;
   std::map<std::pair<void*, size_t>, Bucket> buckets_;  // (stream, class) -> blocks
   std::unordered_map<void*, Block> live_;
+  std::vector<Pending> pending_;  // capacity >= size + live blocks with uses (no growth)
+  size_t blocks_with_uses_ = 0;
   AllocatorStats stats_;
   size_t cap_ = 0;  // 0: no cap
   double fraction_ = 1.0;

@@ -116,9 +116,14 @@ __device__ inline void record_device_error(int64_t* slot, int64_t value) {
 inline void device_memcpy(void* dst, const void* src, size_t nbytes, gpu_stream_t stream) {
   if (nbytes == 0) return;
 #if RG_SIM
-  (void)stream;
-  memmove(dst, src, nbytes);
-  sim::check::mark_written(dst, nbytes);  // a copy sim-check's load/store hooks do not see
+  auto copy = [dst, src, nbytes] {
+    memmove(dst, src, nbytes);
+    sim::check::mark_written(dst, nbytes);  // a copy sim-check's load/store hooks do not see
+  };
+  if (sim::is_delayed(stream))
+    sim::enqueue(stream, copy);
+  else
+    copy();
 #else
   CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
 #endif

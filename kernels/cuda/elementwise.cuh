@@ -4,13 +4,17 @@
 //   elements, with aligned vector loads/stores when all pointers allow it.
 // Strided path: shape and per-operand strides (in elements) travel in a small POD
 //   (OffsetCalc, up to 8 dims after merging dims that are contiguous in every operand);
-//   one thread per element turns its row-major index into each operand's offset.
+//   one thread per element turns its row-major index into each operand's offset. When the
+//   element count and every operand's largest offset fit in 31 bits (any tensor under 8 GiB
+//   of f32), the index math is 32-bit with each size's division precomputed as a multiply
+//   and shift (OffsetCalc32, fast_divider.cuh): no 64-bit div/rem per dimension.
 // Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
 #pragma once
 #include <array>
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/fast_divider.cuh"
 
 namespace rg::RG_BACKEND {
 
@@ -33,6 +37,50 @@ struct OffsetCalc {
     }
   }
 };
+
+// The same map in 32-bit arithmetic, for tensors whose offsets all fit (fits_32bit).
+template <int N>
+struct OffsetCalc32 {
+  int ndim = 0;
+  FastDivider sizes[kMaxDims];
+  uint32_t strides[kMaxDims][N];
+
+  RG_HD void offsets(uint32_t linear, uint32_t* off) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      uint32_t i;
+      linear = sizes[d].divmod(linear, &i);
+      for (int k = 0; k < N; ++k) off[k] += i * strides[d][k];
+    }
+  }
+};
+
+// True when n elements and every operand's largest offset are below 2^31 (strides >= 0).
+template <int N>
+bool fits_32bit(const OffsetCalc<N>& calc, int64_t n) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  if (n >= kLimit) return false;
+  for (int k = 0; k < N; ++k) {
+    int64_t last = 0;
+    for (int d = 0; d < calc.ndim; ++d) {
+      if (calc.strides[d][k] < 0) return false;
+      last += (calc.sizes[d] - 1) * calc.strides[d][k];
+    }
+    if (last >= kLimit) return false;
+  }
+  return true;
+}
+
+template <int N>
+OffsetCalc32<N> narrow_to_32bit(const OffsetCalc<N>& calc) {
+  OffsetCalc32<N> out;
+  out.ndim = calc.ndim;
+  for (int d = 0; d < calc.ndim; ++d) {
+    out.sizes[d] = FastDivider(uint32_t(calc.sizes[d]));
+    for (int k = 0; k < N; ++k) out.strides[d][k] = uint32_t(calc.strides[d][k]);
+  }
+  return out;
+}
 
 // Builds the offset calculator for `shape`, dropping size-1 dims and merging neighbours that
 // are contiguous in every operand; throws naming `op` when more than 8 dims remain.
@@ -88,19 +136,20 @@ __global__ void __launch_bounds__(kElementwiseBlock)
   }
 }
 
-template <typename Out, typename F, typename... In, size_t... I>
-RG_HD inline void apply_at(std::index_sequence<I...>, const int64_t* off, const F& f, Out* out,
+template <typename Out, typename F, typename Index, typename... In, size_t... I>
+RG_HD inline void apply_at(std::index_sequence<I...>, const Index* off, const F& f, Out* out,
                            const In*... in) {
   out[off[0]] = f(in[off[I + 1]]...);
 }
 
-template <typename Out, typename F, typename... In>
+// Calc is OffsetCalc (64-bit) or OffsetCalc32 (Index uint32_t).
+template <typename Index, typename Calc, typename Out, typename F, typename... In>
 __global__ void __launch_bounds__(kElementwiseBlock)
-    strided_kernel(int64_t n, OffsetCalc<1 + sizeof...(In)> calc, F f, Out* out, const In*... in) {
+    strided_kernel(int64_t n, Calc calc, F f, Out* out, const In*... in) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  int64_t off[1 + sizeof...(In)];
-  calc.offsets(i, off);
+  Index off[1 + sizeof...(In)];
+  calc.offsets(Index(i), off);
   apply_at(std::index_sequence_for<In...>{}, off, f, out, in...);
 }
 
@@ -146,8 +195,12 @@ void elementwise(const char* name, const F& f, const Tensor& out,
   strides[0] = &out.strides();
   if constexpr (sizeof...(In) > 0)
     for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = &ins[k].strides();
-  auto calc = make_offset_calc<1 + sizeof...(In)>(name, out.shape(), strides);
-  call(strided_kernel<Out, F, In...>, n, calc);
+  constexpr int N = 1 + sizeof...(In);
+  auto calc = make_offset_calc<N>(name, out.shape(), strides);
+  if (fits_32bit(calc, n))
+    call(strided_kernel<uint32_t, OffsetCalc32<N>, Out, F, In...>, n, narrow_to_32bit(calc));
+  else
+    call(strided_kernel<int64_t, OffsetCalc<N>, Out, F, In...>, n, calc);
 }
 
 }  // namespace rg::RG_BACKEND

@@ -92,7 +92,8 @@ void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
 #if RG_SIM
-  cublasHandle_t handle = nullptr;
+  cublasHandle_t handle = nullptr;  // the shim computes at once: run what the stream queued first
+  if (sim::is_delayed(stream_for(out))) sim::drain(stream_for(out));
 #else
   cublasHandle_t handle =
       static_cast<cublasHandle_t>(cuda::cublas_handle(out.device().index, stream_for(out)));

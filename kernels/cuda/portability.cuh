@@ -43,6 +43,7 @@ using gpu_stream_t = cudaStream_t;
 // ======================================================================== g++: the sim device
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/interpreter.h"
+#include "kernels/sim/stream_queue.h"
 
 #define RG_SIM 1
 #define RG_BACKEND sim
@@ -191,11 +192,12 @@ struct LaunchConfig {
   bool uses_sync = true;
 };
 
-// The one way to launch a kernel (instead of <<<>>>), in both builds.
-template <typename... Params, typename... Args>
-void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
 #if RG_SIM
-  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+// Runs `kernel` over the grid of `spec` in the interpreter; each thread gets its own copy
+// of `params`.
+template <typename... Params>
+void run_on_sim(void (*kernel)(Params...), const sim::LaunchSpec& spec,
+                std::tuple<std::decay_t<Params>...>& params) {
   struct Context {
     void (*kernel)(Params...);
     std::tuple<std::decay_t<Params>...>* params;
@@ -204,8 +206,18 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   body.ctx = &ctx;
   body.call = [](void* c) {
     auto* x = static_cast<Context*>(c);
-    std::apply(x->kernel, *x->params);  // each thread gets its own copy of the arguments
+    std::apply(x->kernel, *x->params);
   };
+  sim::run_grid(spec, body);
+}
+#endif
+
+// The one way to launch a kernel (instead of <<<>>>), in both builds. On sim, work on a
+// delayed stream (kernels/sim/stream_queue.h) is queued with a copy of its arguments.
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
+#if RG_SIM
+  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   sim::LaunchSpec spec;
   spec.name = cfg.name;
   spec.entry = reinterpret_cast<const void*>(kernel);
@@ -213,7 +225,12 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;
   spec.uses_sync = cfg.uses_sync;
-  sim::run_grid(spec, body);
+  if (sim::is_delayed(cfg.stream)) {
+    sim::enqueue(cfg.stream,
+                 [kernel, spec, params]() mutable { run_on_sim(kernel, spec, params); });
+    return;
+  }
+  run_on_sim(kernel, spec, params);
 #else
   cuda::check_launch_shape(cfg.name, cfg.grid, cfg.block, cfg.shared_bytes);
   // clang-format off

@@ -19,6 +19,7 @@ namespace rg::cuda {
 namespace {
 
 constexpr int kMaxDevices = 16;
+thread_local int tls_current_device = -1;
 
 struct DeviceState {
   std::once_flag init;
@@ -28,6 +29,37 @@ struct DeviceState {
   std::mutex blas_mutex;
   std::map<void*, std::pair<cublasHandle_t, void*>> blas;  // stream -> (handle, workspace)
 };
+
+}  // namespace
+
+// Events of the caching allocator's record_stream: recorded on the stream a block was also
+// used on, at its free. Without an event (creation failed) the stream is synchronized.
+void set_event_hooks(gpu::RawMemory& raw) {
+  raw.record_event = [](void* stream, int device) noexcept -> void* {
+    cudaEvent_t e = nullptr;
+    if (cudaSetDevice(device & 0xff) == cudaSuccess &&
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventRecord(e, static_cast<cudaStream_t>(stream)) == cudaSuccess)
+      return e;
+    cudaGetLastError();
+    if (e) cudaEventDestroy(e);
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    tls_current_device = -1;
+    return nullptr;
+  };
+  raw.event_done = [](void* e) noexcept {
+    cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(e));
+    if (state == cudaErrorNotReady) return false;
+    cudaGetLastError();  // an error: the stream is dead, and the block with it
+    return true;
+  };
+  raw.event_synchronize = [](void* e) noexcept {
+    cudaEventSynchronize(static_cast<cudaEvent_t>(e));
+  };
+  raw.event_release = [](void* e) noexcept { cudaEventDestroy(static_cast<cudaEvent_t>(e)); };
+}
+
+namespace {
 
 DeviceState& state(int index) {
   RG_CHECK(index >= 0 && index < device_count(), "cuda: device index ", index, " out of range (",
@@ -53,12 +85,11 @@ DeviceState& state(int index) {
       cudaFree(p);
     };
     raw.total = total_memory;
+    set_event_hooks(raw);
     s.allocator = std::make_unique<gpu::CachingAllocator>(str("cuda:", index), raw, index);
   });
   return s;
 }
-
-thread_local int tls_current_device = -1;
 
 // "12.4" from CUDA's 12040.
 std::string cuda_version_text(int version) { return str(version / 1000, ".", version % 1000 / 10); }
@@ -135,29 +166,16 @@ void* cublas_handle(int index, void* stream) {
   return handle;
 }
 
-// ---- pinned host memory: cached by exact size class like the device allocator
-namespace {
-gpu::CachingAllocator& pinned_pool() {
-  static auto* pool = [] {
-    gpu::RawMemory raw;
-    raw.allocate = [](size_t n, int) -> void* {
-      void* p = nullptr;
-      if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
-        cudaGetLastError();
-        return nullptr;
-      }
-      return p;
-    };
-    raw.release = [](void* p, int) { cudaFreeHost(p); };
-    raw.total = [](int) { return size_t(1) << 40; };
-    return new gpu::CachingAllocator("pinned host memory", raw, 0);
-  }();
-  return *pool;
+// ---- pinned host memory (the pool is kernels/cuda/pinned.cpp's)
+void* pinned_allocate(size_t nbytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, nbytes, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
 }
-}  // namespace
-
-void* pinned_allocate(size_t nbytes) { return pinned_pool().allocate(nbytes, nullptr); }
-void pinned_release(void* ptr) { pinned_pool().deallocate(ptr); }
+void pinned_release(void* ptr) { cudaFreeHost(ptr); }
 
 namespace {
 

@@ -17,8 +17,12 @@ size_t total_memory(int index);
 // cuBLAS handle (with its workspace) bound to `stream` of device `index`; one per pair.
 void* cublas_handle(int index, void* stream);
 
-// Pinned host memory (cached).
+// Page-locked host memory, uncached (null when out of memory); kernels/cuda/pinned.cpp
+// caches it.
 void* pinned_allocate(size_t nbytes);
 void pinned_release(void* ptr);
+// Fills raw's event hooks (record_stream) with cuda events. `stream_device`: the device
+// index in its low 8 bits.
+void set_event_hooks(gpu::RawMemory& raw);
 
 }  // namespace rg::cuda

@@ -1,5 +1,6 @@
 // The gpu:: host API of kernels/cuda/stream.h for both devices: sim answers directly
-// (everything is in order on the calling thread), cuda forwards to kernels/cuda/runtime.
+// (everything in order on the calling thread; in delayed-stream mode the communication
+// stream's work waits in kernels/sim/stream_queue), cuda forwards to kernels/cuda/runtime.
 #include "kernels/cuda/stream.h"
 
 #include <atomic>
@@ -7,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/sim/device.h"
+#include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -23,10 +25,6 @@ constexpr int kMaxIndex = 16;
 thread_local Stream current_override[kNumDeviceTypes][kMaxIndex];
 thread_local bool has_override[kNumDeviceTypes][kMaxIndex] = {};
 std::atomic<bool> g_allow_tf32{false};
-
-// sim has no real streams; distinct tokens keep the allocator's per-stream pools apart.
-void* const kSimCompute = reinterpret_cast<void*>(1);
-void* const kSimComm = reinterpret_cast<void*>(2);
 
 void check_gpu_device(Device d, const char* what) {
   RG_CHECK(d.type != DeviceType::cpu, what, ": device cpu has no streams");
@@ -48,7 +46,7 @@ Stream compute_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::compute_stream(d.index)};
 #endif
-  return Stream{d, kSimCompute};
+  return Stream{d, sim::kComputeStream};
 }
 
 Stream comm_stream(Device d) {
@@ -56,7 +54,7 @@ Stream comm_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::comm_stream(d.index)};
 #endif
-  return Stream{d, kSimComm};
+  return Stream{d, sim::kCommStream};
 }
 
 Stream current_stream(Device d) {
@@ -71,10 +69,12 @@ Stream current_stream(Device d) {
 
 void synchronize(const Stream& s) {
 #if RG_WITH_CUDA
-  if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
-#else
-  (void)s;
+  if (s.device.is_cuda()) {
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
+    return;
+  }
 #endif
+  sim::drain(s.handle);
 }
 
 StreamGuard::StreamGuard(const Stream& stream) : device_(stream.device) {
@@ -120,7 +120,8 @@ void Event::record(const Stream& s) {
     return;
   }
 #endif
-  (void)s;
+  sim_stream_ = s.handle;
+  sim_ticket_ = sim::ticket(s.handle);
   host_time_ms_ = now_ms();
 }
 
@@ -130,13 +131,19 @@ void Event::wait(const Stream& s) const {
     CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s.handle),
                                    static_cast<cudaEvent_t>(handle_), 0));
 #endif
-  (void)s;
+  // sim: work queued later on `s` must find the event's work done; running it now is the
+  // simplest order that guarantees it (the compute stream never waits in a queue).
+  if (!handle_ && s.handle != sim_stream_) sim::run_until(sim_stream_, sim_ticket_);
 }
 
 void Event::synchronize() const {
 #if RG_WITH_CUDA
-  if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+  if (handle_) {
+    CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+    return;
+  }
 #endif
+  sim::run_until(sim_stream_, sim_ticket_);
 }
 
 bool Event::query() const {
@@ -145,9 +152,10 @@ bool Event::query() const {
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
     if (e == cudaErrorNotReady) return false;
     CUDA_CHECK(e);
+    return true;
   }
 #endif
-  return true;
+  return sim::reached(sim_stream_, sim_ticket_);
 }
 
 float Event::elapsed_ms(const Event& end) const {
@@ -160,6 +168,22 @@ float Event::elapsed_ms(const Event& end) const {
   }
 #endif
   return static_cast<float>(end.host_time_ms_ - host_time_ms_);
+}
+
+void record_stream(const Tensor& t, const Stream& stream) {
+  RG_CHECK(stream.device == t.device(), "record_stream: tensor on ", t.device().str(), " index ",
+           t.device().index, ", stream of ", stream.device.str(), " index ", stream.device.index);
+  check_gpu_device(t.device(), "record_stream");
+  void* block = t.storage()->data;
+  if (!block || !t.storage()->release) return;  // borrowed memory: not the allocator's
+  CachingAllocator& allocator =
+#if RG_WITH_CUDA
+      t.device().is_cuda() ? cuda::allocator(t.device().index) :
+#endif
+                           sim::allocator(t.device().index);
+  RG_CHECK(allocator.record_stream(block, stream.handle, t.device().index),
+           "record_stream: the tensor's storage on ", t.device(),
+           " does not start a block of its allocator");
 }
 
 void set_memory_fraction(Device d, double fraction) {

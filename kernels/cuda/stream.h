@@ -4,7 +4,9 @@
 //   gpu::Event ready(device);  ready.record(gpu::compute_stream(device));
 //   ready.wait(gpu::comm_stream(device));   // comm work queued from now waits for compute
 // On cuda a Stream's handle is its cudaStream_t (for NCCL). On sim everything runs in order
-// on the calling thread, so waits are no-ops and events are timestamps.
+// on the calling thread, so waits are no-ops and events are timestamps -- except in
+// delayed-stream mode (kernels/sim/stream_queue.h), where the communication stream's work
+// waits in a queue and events mark positions in it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -56,21 +58,29 @@ class Event {
 
  private:
   Device device_;
-  void* handle_ = nullptr;   // cudaEvent_t on cuda
-  double host_time_ms_ = 0;  // sim
+  void* handle_ = nullptr;      // cudaEvent_t on cuda
+  double host_time_ms_ = 0;     // sim
+  void* sim_stream_ = nullptr;  // sim: the stream recorded on, and its queue position then
+  uint64_t sim_ticket_ = 0;
 };
 
 // ---- device memory (caching allocator of sim/cuda; see caching_allocator.h)
+// Tells the allocator that work queued on `stream` uses `t` (as PyTorch's
+// Tensor.record_stream): when t's storage is freed, its block is reused only after that
+// work. Needed whenever a tensor allocated on one stream is used on another.
+void record_stream(const Tensor& t, const Stream& stream);
 // Caps the memory the allocator may reserve on `device` at `fraction` of the device's
 // memory; an allocation beyond it throws rg::Error stating the request and the stats.
 void set_memory_fraction(Device device, double fraction);
 size_t total_memory(Device device);  // device memory (sim: host RAM)
 
-// ---- pinned host memory, for asynchronous host<->device copies (sim: plain host memory)
-// A cpu tensor whose storage is page-locked (cached, so repeated use is cheap).
+// ---- pinned host memory, for asynchronous host<->device copies
+// A cpu tensor whose storage is page-locked (cached, so repeated use is cheap). Without a
+// GPU it is ordinary host memory from the same cache.
 Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
 // Copies src into dst (same dtype and shape, both contiguous; one on the host) on the
-// current stream without waiting; the host memory must be pinned for real overlap.
+// current stream without waiting; the host memory must be pinned for real overlap. A
+// pinned block is reused only after the copies queued from or into it have run.
 void copy_async(const Tensor& dst, const Tensor& src);
 
 // cuBLAS may use TF32 tensor cores for f32 matmuls (faster, ~10-bit mantissa products).

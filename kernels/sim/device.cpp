@@ -1,6 +1,7 @@
 // The sim device: device memory is host memory served by the same caching allocator as
 // cuda (aligned malloc underneath), copies are memcpy, and streams run in order on the
-// calling thread, so synchronize has nothing to wait for. Registered by
+// calling thread, so synchronize has nothing to wait for -- except in delayed-stream mode
+// (stream_queue.h), where a synchronous copy first runs what its stream has queued. Registered by
 // register_builtin_backends (kernels/builtin.h).
 #include "kernels/sim/device.h"
 
@@ -14,6 +15,7 @@
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
+#include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
 
@@ -45,6 +47,10 @@ gpu::RawMemory raw_host_memory() {
   raw.allocate = raw_allocate;
   raw.release = raw_release;
   raw.total = host_memory;
+  raw.record_event = record_queue_event;
+  raw.event_done = queue_event_done;
+  raw.event_synchronize = queue_event_synchronize;
+  raw.event_release = queue_event_release;
   return raw;
 }
 
@@ -66,11 +72,13 @@ void register_sim_device() {
     allocator(index).deallocate(p);
   };
   d.block_bytes = gpu::CachingAllocator::size_class;
-  d.copy = [](void* dst, Device, const void* src, Device, size_t n) {
+  d.copy = [](void* dst, Device dst_device, const void* src, Device src_device, size_t n) {
+    Device side = dst_device.is_sim() ? dst_device : src_device;
+    if (sim::delayed_streams()) drain(gpu::current_stream(side).handle);
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);
   };
-  d.synchronize = [](int) {};
+  d.synchronize = [](int) { drain_all(); };
   d.stats = [](int index) { return allocator(index).stats(); };
   d.empty_cache = [](int index) { allocator(index).empty_cache(); };
   d.device_count = [] { return kMaxSimDevices; };

@@ -186,7 +186,9 @@ GPU_KERNEL_TEST(attention_and_backward_match_cpu) {
   };
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
     for (Case c : {Case{2, 5, 5, 3, 4, true}, Case{1, 70, 70, 40, 72, true},
-                   Case{3, 4, 9, 33, 2, false}, Case{1, 9, 4, 8, 8, true}}) {
+                   Case{3, 4, 9, 33, 2, false}, Case{1, 9, 4, 8, 8, true},
+                   // several tiles with causal T > S; wide heads: fewer warps, 4-row tiles
+                   Case{2, 40, 33, 16, 8, true}, Case{1, 11, 13, 300, 500, false}}) {
       INFO("B ", c.B, " T ", c.T, " S ", c.S, " D ", c.D, " Dv ", c.Dv, c.causal ? " causal" : "");
       DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
       Tensor q = random_tensor({c.B, c.T, c.D}, dtype, 1),

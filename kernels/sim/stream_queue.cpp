@@ -1,0 +1,111 @@
+// See stream_queue.h. One queue (the communication stream's), shared by all sim devices and
+// host threads; a mutex keeps its order, and work runs with the mutex held, one item at a
+// time, so two threads draining it never reorder it.
+#include "kernels/sim/stream_queue.h"
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+
+namespace rg::sim {
+
+namespace {
+
+struct Queue {
+  std::recursive_mutex mutex;  // held while work runs; work may ask reached()
+  std::deque<std::function<void()>> pending;
+  uint64_t queued = 0;  // items ever queued
+  uint64_t done = 0;    // items run
+};
+
+std::atomic<bool> g_delayed{false};
+
+Queue& comm_queue() {
+  static Queue* q = new Queue;  // never destroyed: tensors may be freed after main returns
+  return *q;
+}
+
+}  // namespace
+
+void set_delayed_streams(bool on) {
+  if (!on) drain_all();
+  g_delayed = on;
+}
+
+bool delayed_streams() { return g_delayed; }
+
+bool is_delayed(void* stream) { return g_delayed && stream == kCommStream; }
+
+void enqueue(void* stream, std::function<void()> work) {
+  (void)stream;
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  q.pending.push_back(std::move(work));
+  ++q.queued;
+}
+
+uint64_t ticket(void* stream) {
+  if (stream != kCommStream) return 0;
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  return q.queued;
+}
+
+bool reached(void* stream, uint64_t ticket) {
+  if (stream != kCommStream) return true;
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  return q.done >= ticket;
+}
+
+void run_until(void* stream, uint64_t ticket) {
+  if (stream != kCommStream) return;
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  while (q.done < ticket && !q.pending.empty()) {
+    std::function<void()> work = std::move(q.pending.front());
+    q.pending.pop_front();
+    ++q.done;  // counted first: a throwing item is not run again
+    work();
+  }
+}
+
+void drain(void* stream) { run_until(stream, ~uint64_t(0)); }
+
+void drain_all() { drain(kCommStream); }
+
+namespace {
+struct QueueEvent {
+  void* stream;
+  uint64_t ticket;
+};
+}  // namespace
+
+void* record_queue_event(void* stream, int) noexcept {
+  if (!is_delayed(stream)) return nullptr;
+  try {
+    return new QueueEvent{stream, ticket(stream)};
+  } catch (...) {  // no memory for the event: run the queue instead
+    queue_event_synchronize(nullptr);
+    return nullptr;
+  }
+}
+
+bool queue_event_done(void* event) noexcept {
+  auto* e = static_cast<QueueEvent*>(event);
+  return reached(e->stream, e->ticket);
+}
+
+// Runs the queue up to the event (all of it for null). A kernel that throws on the way has
+// no one to report to here: its error is dropped, as a GPU's would surface only later.
+void queue_event_synchronize(void* event) noexcept {
+  auto* e = static_cast<QueueEvent*>(event);
+  try {
+    e ? run_until(e->stream, e->ticket) : drain_all();
+  } catch (...) {
+  }
+}
+
+void queue_event_release(void* event) noexcept { delete static_cast<QueueEvent*>(event); }
+
+}  // namespace rg::sim

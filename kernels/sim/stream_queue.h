@@ -1,0 +1,41 @@
+// The sim device's streams, and its delayed-stream mode. Normally sim runs all work at once,
+// in order, on the calling thread: nothing can observe a missing event or a block reused
+// while another stream still reads it. In delayed-stream mode (set_delayed_streams(true),
+// for tests) work queued on the communication stream is held back: kernels, device copies
+// and asynchronous host copies wait in a queue until the host synchronizes that stream, an
+// event recorded after them is waited for, or a synchronous copy runs on it. The compute
+// stream still runs at once. So an ordering bug -- memory freed and reused by compute while
+// the communication stream has yet to read it -- shows as wrong values, as on a GPU.
+// Stream handles on sim are tokens: kComputeStream, kCommStream (null: no stream, at once).
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace rg::sim {
+
+inline void* const kComputeStream = reinterpret_cast<void*>(1);
+inline void* const kCommStream = reinterpret_cast<void*>(2);
+
+void set_delayed_streams(bool on);  // drains the queue when turned off
+bool delayed_streams();
+
+// True when work on `stream` is to be queued rather than run now.
+bool is_delayed(void* stream);
+// Queues `work` on `stream` (which is_delayed).
+void enqueue(void* stream, std::function<void()> work);
+// The position after the last work queued on `stream` so far (0 for an undelayed stream):
+// an event records it; the event is complete once the stream has run that far.
+uint64_t ticket(void* stream);
+bool reached(void* stream, uint64_t ticket);
+void run_until(void* stream, uint64_t ticket);
+void drain(void* stream);  // runs everything queued on `stream` (any stream: no-op if none)
+void drain_all();
+
+// Events of the caching allocator's record_stream (gpu::RawMemory's hooks) on sim streams:
+// a position in the queue; null when `stream` is not delayed (its work has all run).
+void* record_queue_event(void* stream, int stream_device) noexcept;
+bool queue_event_done(void* event) noexcept;
+void queue_event_synchronize(void* event) noexcept;
+void queue_event_release(void* event) noexcept;
+
+}  // namespace rg::sim

@@ -113,10 +113,15 @@ const char* op_name(ReduceOp op);
 
 enum class RandomKind : uint8_t { uniform, normal };
 
-// Arguments of the fused AdamW kernel (one call per parameter tensor).
+// Arguments of the fused AdamW kernels (adamw: one parameter; adamw_multi: a list sharing
+// them, so one step count and one weight decay per call).
 struct AdamWArgs {
   double lr, beta1, beta2, eps, weight_decay;
   int64_t step;  // 1-based, for bias correction
+};
+// One parameter's tensors for adamw_multi: all four contiguous, of param's shape and dtype.
+struct AdamWTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
 };
 
 // Kernel signatures. Contract for every kernel: the op layer (ops/) has validated shapes,
@@ -181,7 +186,17 @@ struct AdamWArgs {
   X(random, void, (const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset))       \
   /* fused AdamW update of one parameter; param, grad, exp_avg, exp_avg_sq contiguous */     \
   X(adamw, void, (const Tensor& param, const Tensor& grad, const Tensor& exp_avg,             \
-                  const Tensor& exp_avg_sq, const AdamWArgs& args))
+                  const Tensor& exp_avg_sq, const AdamWArgs& args))                            \
+  /* the adamw update of every set in one pass, all of one dtype (f32/f64) and device; */    \
+  /* each gradient element is read as T(g * T(grad_scale)) (mul_'s rounding; 1: as is) */     \
+  X(adamw_multi, void, (const std::vector<AdamWTensors>& sets, const AdamWArgs& args,         \
+                        double grad_scale))                                                   \
+  /* out [N] f64 contiguous: out[i] = sum of squares of tensors[i] (contiguous, all of one */ \
+  /* floating dtype and out's device), squares and sums in double, split by shape only */    \
+  X(sum_squares_multi, void, (const Tensor& out, const std::vector<Tensor>& tensors))      \
+  /* every tensor (contiguous, one floating dtype and device) x = x * T(scale), in place, */ \
+  /* rounded as x.mul_(scale) */                                                              \
+  X(scale_multi, void, (const std::vector<Tensor>& tensors, double scale))
 // clang-format on
 
 // One table per device type; a null entry means the device lacks that kernel.

@@ -137,6 +137,21 @@ Tensor contiguous(const Tensor& x);
 Tensor clone(const Tensor& x);
 Tensor to(const Tensor& x, Device device, DType dtype);
 
+// ---- multi-tensor optimizer ops (ops/multi_tensor.cpp): one kernel pass over a list; no
+// autograd. Each checks its list (one device, one dtype, matching shapes) and throws
+// rg::Error naming the op, the list position and the value.
+// The fused AdamW update (kernel adamw_multi, core/op_table.h) of every set, in place; all
+// tensors contiguous, of their param's shape, of one dtype (f32 or f64) and one device;
+// gradients are read scaled by grad_scale (rounded as g.mul_(grad_scale) would).
+void adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
+                 double grad_scale = 1.0);
+// Each tensor's sum of squares in double: an f64 tensor [N] on the tensors' device. The
+// tensors: one floating dtype, one device, any layout (non-contiguous ones are copied).
+Tensor sum_squares_multi(const std::vector<Tensor>& tensors);
+// Every tensor multiplied by `scale` in place, the bits of x.mul_(scale) on each; tensors
+// contiguous, of one floating dtype and one device.
+void scale_multi(const std::vector<Tensor>& tensors, double scale);
+
 // ---- comparisons for tests and checks
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 bool equal(const Tensor& a, const Tensor& b);  // same shape and bit-identical values

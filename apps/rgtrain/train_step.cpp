@@ -6,6 +6,8 @@
 
 #include "apps/rgtrain/data.h"
 #include "apps/rgtrain/util.h"
+#include "nn/optim/adamw.h"
+#include "nn/optim/clip_grad.h"
 #include "nn/optim/zero_adamw.h"
 
 namespace rgtrain {
@@ -19,13 +21,32 @@ double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& 
 
 namespace {
 
-// The averaged gradients' global norm before clipping, clipped when asked. Under ZeRO they
-// exist only as the ranks' shards: ZeroAdamW computes it across them.
-double gradient_norm(StepContext& c) {
+// The averaged gradients' global norm before clipping, and the factor the step multiplies
+// them by (1: no clipping). Under ZeRO they exist only as the ranks' shards: ZeroAdamW
+// computes the norm across them and clips the shards itself. AdamW folds the clipping into
+// its update (step(scale): the bits of clip_grad_norm_ then step(), one pass fewer); any
+// other optimizer gets its gradients clipped first.
+struct ClippedNorm {
+  double norm;
+  double scale = 1.0;
+};
+
+ClippedNorm gradient_norm(StepContext& c) {
   if (auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&c.opt))
-    return c.clip > 0 ? zero->clip_grad_norm_(c.clip) : zero->grad_norm();
+    return {c.clip > 0 ? zero->clip_grad_norm_(c.clip) : zero->grad_norm()};
   auto params = c.model.parameters();
-  return c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params);
+  if (c.clip > 0 && dynamic_cast<rg::optim::AdamW*>(&c.opt)) {
+    const double norm = rg::optim::grad_norm(params);
+    return {norm, rg::optim::clip_scale(norm, c.clip)};
+  }
+  return {c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params)};
+}
+
+void optimizer_step(StepContext& c, double grad_scale) {
+  if (grad_scale != 1.0)
+    static_cast<rg::optim::AdamW&>(c.opt).step(grad_scale);  // only AdamW gets a scale
+  else
+    c.opt.step();
 }
 
 rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
@@ -92,10 +113,11 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
   const auto opt_start = Clock::now();
   in_phase(c.memory, StepPhase::optimizer, [&] {
     GlobalLoss global(c.group, r.loss);
-    r.grad_norm = gradient_norm(c);
+    const ClippedNorm clipped = gradient_norm(c);
+    r.grad_norm = clipped.norm;
     r.loss = global.wait();
     r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
-    if (!r.skipped) c.opt.step();
+    if (!r.skipped) optimizer_step(c, clipped.scale);
   });
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

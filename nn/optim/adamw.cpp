@@ -1,6 +1,8 @@
-// AdamW (see nn/optim/adamw.h): state bookkeeping around the fused per-parameter kernel.
+// AdamW (see nn/optim/adamw.h): state bookkeeping, and the parameters grouped into
+// multi-tensor kernel calls (one per device, dtype, weight decay and step count).
 #include "nn/optim/adamw.h"
 
+#include <cmath>
 #include <string>
 
 #include "autograd/grad_mode.h"
@@ -23,27 +25,66 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions opts)
   state_.resize(parameters().size());
 }
 
-void AdamW::step() {
+void AdamW::step() { step(1.0); }
+
+// One adamw_multi call's worth of parameters: same device, dtype, weight decay and step.
+struct AdamW::Group {
+  Device device;
+  DType dtype;
+  double weight_decay;
+  int64_t step;
+  bool prescaled;  // gradients already scaled in their own dtype: the kernel reads them as is
+  std::vector<AdamWTensors> sets;
+};
+
+// The gradient as the kernel reads it: in p's dtype, on p's device, contiguous. A gradient of
+// another dtype is scaled in its own dtype first (as clip_grad_norm_'s mul_ would).
+static Tensor gradient_for(const Tensor& p, const Tensor& grad, double grad_scale, bool prescale) {
+  Tensor g = grad.detach();
+  if (prescale) g = mul(g, scalar_tensor(grad_scale, g.dtype(), g.device()));
+  return contiguous(g.to(p.device(), p.dtype()));
+}
+
+void AdamW::add_to_group(std::vector<Group>& groups, size_t i, const Tensor& p, const Tensor& grad,
+                         double weight_decay, double grad_scale) {
+  RG_CHECK(grad.shape() == p.shape(), "AdamW: gradient ", shape_str(grad.shape()),
+           " does not match parameter ", shape_str(p.shape()));
+  RG_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "AdamW: parameter ", i,
+           " has dtype ", p.dtype(), "; the fused update takes float32 or float64");
+  State& s = state_[i];
+  if (!s.exp_avg.defined()) {
+    s.exp_avg = zeros_like(p);
+    s.exp_avg_sq = zeros_like(p);
+    tag_optimizer_state({s.exp_avg, s.exp_avg_sq});
+  }
+  ++s.step;
+  const bool prescaled = grad_scale != 1.0 && grad.dtype() != p.dtype();
+  AdamWTensors set{p.detach(), gradient_for(p, grad, grad_scale, prescaled), s.exp_avg,
+                   s.exp_avg_sq};
+  for (Group& g : groups)
+    if (g.device == p.device() && g.dtype == p.dtype() && g.weight_decay == weight_decay &&
+        g.step == s.step && g.prescaled == prescaled) {
+      g.sets.push_back(std::move(set));
+      return;
+    }
+  groups.push_back({p.device(), p.dtype(), weight_decay, s.step, prescaled, {std::move(set)}});
+}
+
+void AdamW::step(double grad_scale) {
+  RG_CHECK(std::isfinite(grad_scale) && grad_scale >= 0,
+           "AdamW.step: grad_scale must be finite and >= 0, got ", grad_scale);
   NoGradGuard no_grad;
   options.lr = lr_;
-  for_each_with_grad(options.weight_decay, [&](size_t i, const Tensor& p, const Tensor& grad,
-                                               double weight_decay) {
-    RG_CHECK(grad.shape() == p.shape(), "AdamW: gradient ", shape_str(grad.shape()),
-             " does not match parameter ", shape_str(p.shape()));
-    RG_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "AdamW: parameter ", i,
-             " has dtype ", p.dtype(), "; the fused update takes float32 or float64");
-    State& s = state_[i];
-    if (!s.exp_avg.defined()) {
-      s.exp_avg = zeros_like(p);
-      s.exp_avg_sq = zeros_like(p);
-      tag_optimizer_state({s.exp_avg, s.exp_avg_sq});
-    }
-    ++s.step;
-    Tensor g = contiguous(grad.detach().to(p.device(), p.dtype()));
-    AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, weight_decay, s.step};
-    RG_KERNEL(p.device(), adamw)(p.detach(), g, s.exp_avg, s.exp_avg_sq, args);
-    p.bump_version();
-  });
+  std::vector<Group> groups;
+  for_each_with_grad(options.weight_decay,
+                     [&](size_t i, const Tensor& p, const Tensor& grad, double weight_decay) {
+                       add_to_group(groups, i, p, grad, weight_decay, grad_scale);
+                     });
+  for (const Group& g : groups) {
+    AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, g.weight_decay, g.step};
+    adamw_multi(g.sets, args, g.prescaled ? 1.0 : grad_scale);
+    for (const AdamWTensors& set : g.sets) set.param.bump_version();
+  }
 }
 
 nn::StateDict AdamW::state_dict() const {

@@ -1,8 +1,10 @@
 // AdamW (decoupled weight decay, bias correction) with PyTorch's defaults and semantics.
-// Each parameter is updated by the fused kernel RG_KERNEL(device, adamw) (formula in
-// kernels/cpu/adamw.cpp): p *= 1 - lr*wd; m = lerp(m, g, 1-b1); v = b2 v + (1-b2) g^2;
-// p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps). Each parameter counts its own steps
-// (a parameter without a gradient is skipped and keeps its count).
+// The update is the fused formula of kernels/cpu/adamw.cpp: p *= 1 - lr*wd;
+// m = lerp(m, g, 1-b1); v = b2 v + (1-b2) g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t)
+// + eps). Each parameter counts its own steps (a parameter without a gradient is skipped and
+// keeps its count). step() makes one multi-tensor kernel call (rg::adamw_multi) per group of
+// parameters sharing device, dtype, weight decay and step count (in practice two: the decay
+// and the no-decay group), bit-identical to one single-tensor call per parameter.
 #pragma once
 #include "nn/optim/optimizer.h"
 
@@ -25,6 +27,13 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Tensor> params, AdamWOptions options = {});
   AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});
   void step() override;
+  // The step with every gradient multiplied by grad_scale as it is read, leaving .grad as
+  // it is: bit-identical to g.mul_(grad_scale) on each gradient then step(). This folds
+  // gradient clipping into the update pass, without a pass that rewrites the gradients:
+  //   double norm = grad_norm(params);            // instead of clip_grad_norm_(params, c)
+  //   opt.step(clip_scale(norm, c));              // nn/optim/clip_grad.h
+  // (clip_grad_norm_ then step() still works, and gives the same bits.)
+  void step(double grad_scale);
   const State& state(size_t index) const { return state_.at(index); }
   // "state.{i}.step" (int64 scalar), "state.{i}.exp_avg", "state.{i}.exp_avg_sq"
   nn::StateDict state_dict() const override;
@@ -32,6 +41,9 @@ class AdamW : public Optimizer {
   AdamWOptions options;
 
  private:
+  struct Group;
+  void add_to_group(std::vector<Group>& groups, size_t i, const Tensor& p, const Tensor& grad,
+                    double weight_decay, double grad_scale);
   std::vector<State> state_;
 };
 

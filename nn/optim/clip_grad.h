@@ -1,8 +1,13 @@
 // clip_grad_norm_: scales gradients in place so their global L2 norm is at most max_norm,
 // and returns the norm before clipping (like torch.nn.utils.clip_grad_norm_).
-// The norm is computed deterministically: each gradient's sum of squares in f64, added
-// on the host in parameter order. Scale: max_norm / (norm + 1e-6), applied only when < 1.
+// The norm is computed deterministically: each gradient's sum of squares in f64, by one
+// multi-tensor reduction per device and dtype (rg::sum_squares_multi, split by shape only),
+// copied to the host once per device and added on the host in parameter order.
+// Scale: max_norm / (norm + 1e-6), applied only when < 1, by one multi-tensor pass
+// (rg::scale_multi: the bits of g.mul_(scale) on each gradient).
 // Parameters without a gradient are skipped.
+// To fold clipping into AdamW's update instead of rewriting the gradients first:
+//   opt.step(clip_scale(grad_norm(params), max_norm));   // same bits as clip, then step()
 #pragma once
 #include <vector>
 
@@ -13,5 +18,8 @@ namespace rg::optim {
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
 // The global L2 norm of the gradients, without clipping.
 double grad_norm(const std::vector<Tensor>& params);
+// The factor clip_grad_norm_ multiplies the gradients by: max_norm / (norm + 1e-6) when
+// that is < 1, else 1 (no clipping). Throws unless max_norm > 0.
+double clip_scale(double norm, double max_norm);
 
 }  // namespace rg::optim

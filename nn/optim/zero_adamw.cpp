@@ -94,12 +94,12 @@ void ZeroAdamW::step() {
   launches_at_last_step_ = launches;
   options.lr = lr_;
   ++step_;
-  for (Shard& shard : shards_) update_shard(shard);
+  update_shards();
   gather_parameters();
 }
 
-// AdamW on each parameter piece of the slice; the updated piece is written into the slice.
-void ZeroAdamW::update_shard(Shard& shard) {
+// Each parameter piece of the slice joins the multi-tensor AdamW call of its weight decay.
+void ZeroAdamW::update_shard(Shard& shard, std::vector<DecayGroup>& groups) {
   Tensor gradient = gradient_shard(shard);
   if (!shard.exp_avg.defined()) {
     shard.exp_avg = zeros_like(gradient);
@@ -107,13 +107,29 @@ void ZeroAdamW::update_shard(Shard& shard) {
     tag_optimizer_state({shard.exp_avg, shard.exp_avg_sq});
   }
   for (const Segment& s : shard.segments) {
-    Tensor p = dist::flat_slice(flat(reducer_.params()[s.param]), s.param_offset, s.length);
-    Tensor g = dist::flat_slice(gradient, s.shard_offset, s.length);
-    Tensor m = dist::flat_slice(shard.exp_avg, s.shard_offset, s.length);
-    Tensor v = dist::flat_slice(shard.exp_avg_sq, s.shard_offset, s.length);
-    AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, s.weight_decay, step_};
-    RG_KERNEL(p.device(), adamw)(p, g, m, v, args);
-    dist::copy_buffer(g, p);
+    AdamWTensors set{dist::flat_slice(flat(reducer_.params()[s.param]), s.param_offset, s.length),
+                     dist::flat_slice(gradient, s.shard_offset, s.length),
+                     dist::flat_slice(shard.exp_avg, s.shard_offset, s.length),
+                     dist::flat_slice(shard.exp_avg_sq, s.shard_offset, s.length)};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const DecayGroup& g) {
+      return g.weight_decay == s.weight_decay && g.sets[0].param.dtype() == set.param.dtype();
+    });
+    if (it == groups.end())
+      groups.push_back({s.weight_decay, {std::move(set)}});
+    else
+      it->sets.push_back(std::move(set));
+  }
+}
+
+// One multi-tensor AdamW call per weight decay (and dtype); each updated piece is then
+// written into its gradient slice of the bucket, which the all-gather sends.
+void ZeroAdamW::update_shards() {
+  std::vector<DecayGroup> groups;
+  for (Shard& shard : shards_) update_shard(shard, groups);
+  for (const DecayGroup& g : groups) {
+    AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, g.weight_decay, step_};
+    adamw_multi(g.sets, args);
+    for (const AdamWTensors& set : g.sets) dist::copy_buffer(set.grad, set.param);
   }
 }
 
@@ -133,11 +149,25 @@ void ZeroAdamW::gather_parameters() {
 }
 
 // Each rank's sum of squares over its slices (in f64), all-reduced (bit-identical everywhere).
+// The slices share their buckets' dtype: one multi-tensor reduction per dtype (usually one).
 double ZeroAdamW::grad_norm() const {
   NoGradGuard no_grad;
+  std::vector<double> sums(shards_.size(), 0.0);
+  std::vector<bool> done(shards_.size(), false);
+  for (size_t a = 0; a < shards_.size(); ++a) {
+    if (done[a]) continue;
+    std::vector<Tensor> slices;
+    std::vector<size_t> which;
+    for (size_t b = a; b < shards_.size(); ++b) {
+      Tensor slice = gradient_shard(shards_[b]);
+      if (slice.dtype() != gradient_shard(shards_[a]).dtype()) continue;
+      slices.push_back(slice), which.push_back(b), done[b] = true;
+    }
+    const Tensor host = sum_squares_multi(slices).to(kCPU);
+    for (size_t k = 0; k < which.size(); ++k) sums[which[k]] = host.data<double>()[k];
+  }
   Tensor total = zeros({1}, DType::f64, kCPU);
-  for (const Shard& shard : shards_)
-    total.data<double>()[0] += sum(square(gradient_shard(shard).to(DType::f64))).item();
+  for (double s : sums) total.data<double>()[0] += s;  // in shard order
   reducer_.group().allreduce(total, dist::CombineOp::sum)->wait();
   return std::sqrt(total.data<double>()[0]);
 }

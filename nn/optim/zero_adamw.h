@@ -7,13 +7,15 @@
 // backward rank r holds the averaged gradient of its slice r (elements [r n/N, (r+1) n/N))
 // of every bucket. step():
 //   1. for each bucket, the pieces of parameters that fall in slice r are updated with the
-//      fused AdamW kernel (gradient = the bucket slice; exp_avg, exp_avg_sq = slices of this
-//      rank's state, which is 1/N of AdamW's), and written into the bucket slice;
+//      multi-tensor AdamW kernel, one call per weight decay for all buckets (gradient = the
+//      bucket slice; exp_avg, exp_avg_sq = slices of this rank's state, which is 1/N of
+//      AdamW's), and written into the bucket slice;
 //   2. every bucket is all-gathered in place, so it holds all updated parameters;
 //   3. each parameter is copied back from its bucket slot — identical bits on every rank.
-// clip_grad_norm_ clips by the global norm: each rank's sum of squares over its shards,
-// all-reduced. Semantics match AdamW when every parameter gets a gradient every step (DDP
-// guarantees one; find_unused_parameters gives zeros): a single step count is kept.
+// clip_grad_norm_ clips by the global norm: each rank's sum of squares over its shards
+// (rg::sum_squares_multi, one device-to-host copy), all-reduced, then one rg::scale_multi.
+// Semantics match AdamW when every parameter gets a gradient every step (DDP guarantees one;
+// find_unused_parameters gives zeros): a single step count is kept.
 #pragma once
 #include "nn/ddp.h"
 #include "nn/optim/adamw.h"
@@ -69,7 +71,12 @@ class ZeroAdamW : public Optimizer {
   void plan_shards(const std::vector<double>& weight_decays);
   std::vector<double> weight_decay_per_param() const;
   Tensor gradient_shard(const Shard& shard) const;
-  void update_shard(Shard& shard);
+  struct DecayGroup {  // the pieces of one adamw_multi call
+    double weight_decay;
+    std::vector<AdamWTensors> sets;
+  };
+  void update_shard(Shard& shard, std::vector<DecayGroup>& groups);
+  void update_shards();
   void gather_parameters();
   void load_segment(const nn::StateDict& dict, const Segment& segment, Shard& shard);
 

@@ -179,6 +179,53 @@ GPU_KERNEL_TEST(adamw_matches_cpu) {
     }
 }
 
+// 30 tensors (two launches of 24-tensor batches), one of 140000 elements (3 chunks of
+// 65536), gradients scaled by 0.37 as they are read; one adamw_multi call against cpu.
+GPU_KERNEL_TEST(adamw_multi_matches_cpu) {
+  for (DType dtype : {DType::f32, DType::f64})
+    for (double scale : {1.0, 0.37}) {
+      INFO(dtype, " grad_scale ", scale);
+      std::vector<AdamWTensors> cpu_sets, dev_sets;
+      for (int i = 0; i < 30; ++i) {
+        const int64_t n = i == 7 ? 140000 : 1 + 37 * i;
+        AdamWTensors c{random_tensor({n}, dtype, 10 * i + 1), random_tensor({n}, dtype, 10 * i + 2),
+                       random_tensor({n}, dtype, 10 * i + 3),
+                       random_tensor({n}, dtype, 10 * i + 4, 0, 1)};
+        cpu_sets.push_back(c);
+        dev_sets.push_back({mirror(c.param, device), mirror(c.grad, device),
+                            mirror(c.exp_avg, device), mirror(c.exp_avg_sq, device)});
+      }
+      AdamWArgs args{1e-2, 0.9, 0.999, 1e-8, 0.1, 3};
+      cpu_kernels().adamw_multi(cpu_sets, args, scale);
+      kernels_of(device).adamw_multi(dev_sets, args, scale);
+      for (size_t i = 0; i < cpu_sets.size(); ++i) {
+        expect_close(dev_sets[i].param, cpu_sets[i].param, loose(dtype), "param");
+        expect_close(dev_sets[i].exp_avg, cpu_sets[i].exp_avg, loose(dtype), "exp_avg");
+        expect_close(dev_sets[i].exp_avg_sq, cpu_sets[i].exp_avg_sq, loose(dtype), "exp_avg_sq");
+      }
+    }
+}
+
+// Sums of squares and the in-place scale of 30 tensors (one of 3 chunks) against cpu.
+GPU_KERNEL_TEST(sum_squares_and_scale_multi_match_cpu) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+    INFO(dtype);
+    std::vector<Tensor> cpu_list, dev_list;
+    for (int i = 0; i < 30; ++i) {
+      cpu_list.push_back(random_tensor({i == 7 ? 140000 : 1 + 37 * i}, dtype, 500 + i));
+      dev_list.push_back(mirror(cpu_list.back(), device));
+    }
+    Tensor want = empty({30}, DType::f64), got = empty({30}, DType::f64, device);
+    cpu_kernels().sum_squares_multi(want, cpu_list);
+    kernels_of(device).sum_squares_multi(got, dev_list);
+    expect_close(got, want, 1e-13, "sum of squares");
+    cpu_kernels().scale_multi(cpu_list, 0.37);
+    kernels_of(device).scale_multi(dev_list, 0.37);
+    for (size_t i = 0; i < cpu_list.size(); ++i)
+      expect_close(dev_list[i], cpu_list[i], 0, "scaled");
+  }
+}
+
 GPU_KERNEL_TEST(attention_and_backward_match_cpu) {
   struct Case {
     int64_t B, T, S, D, Dv;

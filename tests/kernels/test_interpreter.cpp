@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/device_interface.h"
+#include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/portability.cuh"
 
 namespace {
@@ -219,6 +220,36 @@ TEST_CASE("sim: host threads may launch at the same time") {
   for (auto& t : threads) t.join();
   CHECK(failures == 0);
   CHECK(total == 4 * 20 * 128);
+}
+
+TEST_CASE(
+    "multi_tensor_apply batches: at most 24 tensors and 320 blocks, every chunk once, in order") {
+  using namespace rg::sim;
+  std::vector<std::array<void*, 2>> ptrs;
+  std::vector<int64_t> numels;
+  for (int t = 0; t < 40; ++t) {  // fake addresses: only the plan is checked, nothing is read
+    ptrs.push_back({reinterpret_cast<void*>(uintptr_t(64 * (t + 1))),
+                    reinterpret_cast<void*>(uintptr_t(64 * (t + 1) + (t == 5 ? 4 : 0)))});
+    numels.push_back(t == 3 ? 700 * kChunk + 5 : t == 9 ? 0 : 1 + 1000 * t);
+  }
+  std::vector<std::pair<int64_t, int64_t>> seen;  // (first_slot + chunk, numel), in launch order
+  int launches = 0;
+  for_each_batch<2>(ptrs, numels, [&](const TensorBatch<2>& b, int blocks) {
+    ++launches;
+    CHECK(blocks <= kBatchBlocks);
+    for (int k = 0; k < blocks; ++k) {
+      const int t = b.block_tensor[k];
+      CHECK(t < kBatchTensors);
+      CHECK(b.aligned[t] == (b.ptr[1][t] != ptrs[5][1]));
+      CHECK(int64_t(b.block_chunk[k]) * kChunk < b.numel[t]);
+      seen.emplace_back(b.first_slot[t] + b.block_chunk[k], b.numel[t]);
+    }
+  });
+  int64_t slots = 0;
+  for (int64_t n : numels) slots += (n + kChunk - 1) / kChunk;
+  REQUIRE(int64_t(seen.size()) == slots);
+  for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i].first == int64_t(i));
+  CHECK(launches == 4);  // 700 chunks of tensor 3: 3 launches; 39 other tensors: 24 per launch
 }
 
 TEST_CASE("cuda: kernel tests run only with a GPU") {

@@ -1,0 +1,96 @@
+// CPU multi-tensor AdamW: the update of kernels/cpu/adamw.cpp (same operation order and
+// scalars, so bit-identical to one adamw call per tensor) for a list of parameters in one
+// parallel pass over a work list of fixed chunks of all tensors (kernels/cpu/multi_tensor.h).
+// Clipping folds in: each gradient element is read as T(g * T(grad_scale)), the rounding of
+// g.mul_(grad_scale), so a step with grad_scale s equals scaling the gradients then stepping.
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "core/op_table.h"
+#include "kernels/cpu/multi_tensor.h"
+
+namespace rg::cpu {
+namespace {
+
+constexpr int64_t kChunk = 16384;
+
+template <typename T>
+struct Scalars {
+  T decay, w1, b2, w2, step_size, bc2_sqrt, eps, grad_scale;
+  bool lerp_low;
+};
+
+template <typename T>
+Scalars<T> scalars_of(const AdamWArgs& args, double grad_scale) {
+  const double bc1 = 1.0 - std::pow(args.beta1, static_cast<double>(args.step));
+  const double bc2 = 1.0 - std::pow(args.beta2, static_cast<double>(args.step));
+  Scalars<T> s{T(1.0 - args.lr * args.weight_decay),
+               T(1.0 - args.beta1),
+               T(args.beta2),
+               T(1.0 - args.beta2),
+               T(-(args.lr / bc1)),
+               T(std::sqrt(bc2)),
+               T(args.eps),
+               T(grad_scale),
+               false};
+  s.lerp_low = s.w1 < T(0.5);
+  return s;
+}
+
+// Elements [0, n) of one chunk; Scaled: the gradient is multiplied by s.grad_scale first.
+template <typename T, bool Scaled>
+void update(T* p, const T* g, T* m, T* v, int64_t n, const Scalars<T>& s) {
+  for (int64_t i = 0; i < n; ++i) {
+    T pi = p[i] * s.decay;
+    T gi = Scaled ? T(g[i] * s.grad_scale) : g[i];
+    T mi = s.lerp_low ? m[i] + s.w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - s.w1);
+    T vi = v[i] * s.b2 + s.w2 * gi * gi;
+    T denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+    p[i] = pi + s.step_size * mi / denom;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+template <typename T>
+void adamw_multi_typed(const std::vector<AdamWTensors>& sets, const Scalars<T>& s, bool scaled) {
+  std::vector<int64_t> numels;
+  int64_t total = 0;
+  for (const AdamWTensors& t : sets) numels.push_back(t.param.numel()), total += numels.back();
+  const std::vector<ChunkItem> items = chunk_items(numels, kChunk);
+  parallel_for(int64_t(items.size()), grain_items(items, total), [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const ChunkItem& c = items[k];
+      const AdamWTensors& t = sets[c.tensor];
+      T* p = t.param.data<T>() + c.begin;
+      const T* g = t.grad.data<T>() + c.begin;
+      T* m = t.exp_avg.data<T>() + c.begin;
+      T* v = t.exp_avg_sq.data<T>() + c.begin;
+      if (scaled)
+        update<T, true>(p, g, m, v, c.end - c.begin, s);
+      else
+        update<T, false>(p, g, m, v, c.end - c.begin, s);
+    }
+  });
+}
+
+void adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args, double grad_scale) {
+  if (sets.empty()) return;
+  const Tensor& first = sets[0].param;
+  for (const AdamWTensors& t : sets)
+    for (const Tensor* x : {&t.param, &t.grad, &t.exp_avg, &t.exp_avg_sq})
+      RG_DEBUG_ASSERT(
+          x->shape() == t.param.shape() && x->dtype() == first.dtype() && x->is_contiguous(),
+          "adamw_multi: tensor ", shape_str(x->shape()), " ", x->dtype(),
+          " does not match parameter ", shape_str(t.param.shape()), " ", first.dtype(),
+          " (or is not contiguous)");
+  RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
+  dispatch_dtype<DTypes::f32_f64>(first.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
+    adamw_multi_typed<T>(sets, scalars_of<T>(args, grad_scale), grad_scale != 1.0);
+  });
+}
+
+}  // namespace
+
+void register_adamw_multi_kernels(KernelTable& k) { k.adamw_multi = adamw_multi; }
+}  // namespace rg::cpu

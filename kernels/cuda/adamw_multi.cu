@@ -1,0 +1,130 @@
+// Multi-tensor AdamW: the update of adamw.cu for a list of parameters of one dtype (f32 or
+// f64), one launch per TensorBatch of up to 24 tensors and 320 blocks (multi_tensor.cuh:
+// block -> (tensor, chunk of 65536 elements)). Each thread of a 512-thread block walks its
+// chunk in strides; where all four pointers of a tensor are 16-byte aligned it moves
+// 16-byte vectors (4 floats, 2 doubles) per load and store. Clipping folds in: each
+// gradient element is read as T(g * T(grad_scale)), the rounding of g.mul_(grad_scale).
+// Same scalars and operation order as adamw.cu, so grad_scale == 1 gives its bits.
+#include <cmath>
+
+#include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/scalar_ops.cuh"
+
+namespace rg::RG_BACKEND {
+namespace {
+
+constexpr int kThreads = 512;
+
+template <typename T>
+struct MultiScalars {
+  T decay, w1, b2, w2, step_size, bc2_sqrt, eps, grad_scale;
+  bool lerp_low, scaled;
+};
+
+// a * b rounded once, never fused into a following add (the rounding of a mul_ kernel).
+template <typename T>
+__device__ inline T mul_rounded(T a, T b) {
+#if RG_SIM
+  return a * b;
+#else
+  if constexpr (sizeof(T) == 4)
+    return __fmul_rn(a, b);
+  else
+    return __dmul_rn(a, b);
+#endif
+}
+
+template <typename T>
+__device__ inline void adamw_element(T& p, T g, T& m, T& v, const MultiScalars<T>& s) {
+  T pi = p * s.decay;
+  T gi = s.scaled ? mul_rounded(g, s.grad_scale) : g;
+  T mi = s.lerp_low ? m + s.w1 * (gi - m) : gi - (gi - m) * (T(1) - s.w1);
+  T vi = v * s.b2 + s.w2 * gi * gi;
+  T denom = m_sqrt(vi) / s.bc2_sqrt + s.eps;
+  p = pi + s.step_size * mi / denom;
+  m = mi;
+  v = vi;
+}
+
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int kN = 16 / sizeof(T);
+  T v[kN];
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    adamw_multi_kernel(TensorBatch<4> batch, MultiScalars<T> s) {
+  const int t = batch.block_tensor[blockIdx.x];
+  const int64_t begin = int64_t(batch.block_chunk[blockIdx.x]) * kChunk;
+  const int64_t n = min_of(kChunk, batch.numel[t] - begin);
+  T* p = static_cast<T*>(batch.ptr[0][t]) + begin;
+  const T* g = static_cast<const T*>(batch.ptr[1][t]) + begin;
+  T* m = static_cast<T*>(batch.ptr[2][t]) + begin;
+  T* v = static_cast<T*>(batch.ptr[3][t]) + begin;
+  constexpr int kN = Vec16<T>::kN;
+  int64_t i = 0;
+  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
+    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
+      Vec16<T> pv = *reinterpret_cast<Vec16<T>*>(p + j);
+      const Vec16<T> gv = *reinterpret_cast<const Vec16<T>*>(g + j);
+      Vec16<T> mv = *reinterpret_cast<Vec16<T>*>(m + j);
+      Vec16<T> vv = *reinterpret_cast<Vec16<T>*>(v + j);
+      RG_UNROLL
+      for (int k = 0; k < kN; ++k) adamw_element(pv.v[k], gv.v[k], mv.v[k], vv.v[k], s);
+      *reinterpret_cast<Vec16<T>*>(p + j) = pv;
+      *reinterpret_cast<Vec16<T>*>(m + j) = mv;
+      *reinterpret_cast<Vec16<T>*>(v + j) = vv;
+    }
+    i = n / kN * kN;  // the tail, below
+  }
+  for (int64_t j = i + threadIdx.x; j < n; j += blockDim.x)
+    adamw_element(p[j], g[j], m[j], v[j], s);
+}
+
+template <typename T>
+MultiScalars<T> multi_scalars(const AdamWArgs& args, double grad_scale) {
+  const double bc1 = 1.0 - std::pow(args.beta1, double(args.step));
+  const double bc2 = 1.0 - std::pow(args.beta2, double(args.step));
+  return {T(1.0 - args.lr * args.weight_decay),
+          T(1.0 - args.beta1),
+          T(args.beta2),
+          T(1.0 - args.beta2),
+          T(-(args.lr / bc1)),
+          T(std::sqrt(bc2)),
+          T(args.eps),
+          T(grad_scale),
+          T(1.0 - args.beta1) < T(0.5),
+          grad_scale != 1.0};
+}
+
+void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
+                     double grad_scale) {
+  if (sets.empty()) return;
+  RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
+  std::vector<std::array<void*, 4>> ptrs;
+  std::vector<int64_t> numels;
+  for (const AdamWTensors& t : sets) {
+    ptrs.push_back(
+        {t.param.data_ptr(), t.grad.data_ptr(), t.exp_avg.data_ptr(), t.exp_avg_sq.data_ptr()});
+    numels.push_back(t.param.numel());
+  }
+  LaunchConfig cfg;
+  cfg.name = "adamw_multi";
+  cfg.block = dim3(kThreads);
+  cfg.stream = stream_for(sets[0].param);
+  cfg.uses_sync = false;
+  dispatch_dtype<DTypes::f32_f64>(
+      sets[0].param.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
+        const MultiScalars<T> s = multi_scalars<T>(args, grad_scale);
+        for_each_batch<4>(ptrs, numels, [&](const TensorBatch<4>& batch, int blocks) {
+          cfg.grid = dim3(static_cast<unsigned>(blocks));
+          launch(adamw_multi_kernel<T>, cfg, batch, s);
+        });
+      });
+}
+
+}  // namespace
+
+void register_adamw_multi_kernels(KernelTable& k) { k.adamw_multi = run_adamw_multi; }
+}  // namespace rg::RG_BACKEND

@@ -6,9 +6,11 @@
 // price of activation checkpointing (each block recomputed in backward), paired the same way.
 // The MLP uses the tanh GELU, as ../shared/perf/torch_gpt_step.py (bench/vs_pytorch compares the
 // two). Minor page faults per steady-state step show whether a step still takes fresh pages
-// from the OS (the goal is 0 after warm-up).
-//   train_step [n_layer n_embd batch seq steps threads step_only]   (step_only=1: no accumulation
-//   part)
+// from the OS (the goal is 0 after warm-up). --device sim (or cuda) runs the step there and
+// reports the host synchronizations per step (the step reads its loss, as a training loop
+// that logs it does: the goal is that one; index checks wait for it, device_errors.h).
+//   train_step [n_layer n_embd batch seq steps threads step_only] [--device cpu|sim|cuda]
+//   (step_only=1: no accumulation part)
 // (positional, as bench/vs_pytorch and docs/performance.md call it; --help lists them)
 #include <sys/resource.h>
 
@@ -17,9 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/cli.h"
+#include "kernels/cuda/device_errors.h"
 #include "nn/nn.h"
 #include "ringgrad.h"
 
@@ -48,6 +52,7 @@ Tensor tokens(std::mt19937& rng, int64_t B, int64_t T, int64_t V) {
 struct Flags {
   int64_t n_layer = 2, n_embd = 128, batch = 8, seq = 64;
   int steps = 10, threads = 0, step_only = 0;
+  std::string device = "cpu";
 };
 
 Flags parse(int argc, char** argv) {
@@ -70,6 +75,10 @@ Flags parse(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   app.add_option("step_only", f.step_only, "1: time the step only, skip the accumulation part")
       ->check(CLI::Range(0, 1));
+  app.add_option("--device", f.device,
+                 "cpu, sim or cuda; on sim/cuda the step also reports host syncs per step "
+                 "(sim interprets every kernel: use a small model)")
+      ->check(CLI::IsMember({"cpu", "sim", "cuda"}));
   bench::parse_flags(app, argc, argv);
   if (f.n_embd % 4 != 0) {
     std::fprintf(stderr, "train_step: n_embd %lld must be a multiple of the 4 heads\n",
@@ -85,8 +94,10 @@ void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Te
   const int64_t B = x.size(0), T = x.size(1);
   std::vector<double> fwd, bwd, opt_t, total;
   long faults_after_warmup = 0;
+  uint64_t syncs_after_warmup = 0;
+  const Device device = x.device();
   for (int s = 0; s < steps + 2; ++s) {
-    if (s == 2) faults_after_warmup = minor_faults();
+    if (s == 2) faults_after_warmup = minor_faults(), syncs_after_warmup = gpu::host_syncs(device);
     opt.zero_grad();
     auto t0 = Clock::now();
     Tensor loss = model.forward(x, y).second;
@@ -96,6 +107,7 @@ void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Te
     double b = seconds_since(t1);
     auto t2 = Clock::now();
     opt.step();
+    if (!device.is_cpu()) loss.item();  // the step's one synchronization, as when logging
     double o = seconds_since(t2);
     if (s < 2) continue;  // warm-up (allocator, first-touch)
     fwd.push_back(f), bwd.push_back(b), opt_t.push_back(o), total.push_back(f + b + o);
@@ -108,6 +120,10 @@ void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Te
   std::printf("tokens/s %8.0f\n", B * T / step);
   std::printf("page faults per step %.1f (after 2 warm-up steps)\n",
               double(minor_faults() - faults_after_warmup) / steps);
+  if (!device.is_cpu())
+    std::printf("host synchronizations per step on %s: %.1f (reading the loss included)\n",
+                device.str().c_str(),
+                double(gpu::host_syncs(device) - syncs_after_warmup) / steps);
 }
 
 // Accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows): accumulating
@@ -216,15 +232,19 @@ int main(int argc, char** argv) {
   if (flags.threads > 0) set_num_threads(flags.threads);
   c.block_size = T;
   auto model = std::make_shared<nn::GPT>(c);
+  const Device device(flags.device);
+  model->to(device);
   optim::AdamW opt(model->parameters(), {.lr = 1e-4});
   std::mt19937 rng(0);
-  Tensor x = tokens(rng, B, T, c.vocab_size), y = tokens(rng, B, T, c.vocab_size);
+  Tensor x = tokens(rng, B, T, c.vocab_size).to(device),
+         y = tokens(rng, B, T, c.vocab_size).to(device);
   std::printf(
       "GPT n_layer=%lld n_embd=%lld vocab=%lld, batch %lld x %lld tokens, %lld params, %d "
       "threads\n",
       (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
       (long long)T, (long long)model->num_parameters(), get_num_threads());
   time_full_step(*model, opt, x, y, flags.steps);
+  if (!device.is_cpu()) return 0;  // the rest measures the cpu
   print_activation_bytes(*model, x, y);
   if (flags.step_only == 1) return 0;
   time_accumulation(*model, x, y, flags.steps);

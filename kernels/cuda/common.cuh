@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "kernels/builtin.h"
+#include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/portability.cuh"
 #include "kernels/cuda/stream.h"
 
@@ -87,21 +88,15 @@ inline Tensor contiguous_as(const Tensor& t, DType dtype) {
   return c;
 }
 
-// Lets a kernel reject bad input (an index out of range): it stores 1 and the offending
-// value in slot[0..1]; the host asks `failed` after the launch (a device sync on cuda).
+// Lets a kernel reject bad input (an index out of range) without a host sync: a slot of
+// the device's error ring (kernels/cuda/device_errors.h). The kernel stores 1 and the
+// offending value in slot[0..1]; the host throws before + value + after at its next
+// synchronization.
 struct DeviceErrorSlot {
-  Tensor slot;
-  explicit DeviceErrorSlot(Device device) : slot(empty({2}, DType::i64, device)) {
-    kernel_table(RG_BACKEND_DEVICE).fill(slot, 0.0);
-  }
-  int64_t* data() const { return static_cast<int64_t*>(slot.data_ptr()); }
-  bool failed(int64_t* value) const {
-    int64_t host[2];
-    device_interface(slot.device().type)
-        .copy(host, kCPU, slot.data_ptr(), slot.device(), sizeof host);
-    *value = host[1];
-    return host[0] != 0;
-  }
+  int64_t* slot;
+  DeviceErrorSlot(Device device, std::string before, std::string after)
+      : slot(gpu::claim_error_slot(device, std::move(before), std::move(after))) {}
+  int64_t* data() const { return slot; }
 };
 
 // Stores the first error of a launch into a DeviceErrorSlot: slot[0] goes from 0 to 1 once,

@@ -3,7 +3,7 @@
 //   forward:  loss[n] = log(sum exp(x - max)) - (x[n, t] - max); 0 where t == ignore_index
 //   backward: dlogits[n] = softmax(x[n]) * dloss[n], minus dloss[n] at t; 0 rows if ignored
 // exp sums in double, bf16 computes in float (as the cpu kernel). A target out of range
-// is reported through a DeviceErrorSlot and thrown after the launch.
+// is reported through a DeviceErrorSlot and thrown at the next host synchronization.
 // Launch: one block (32..512 threads) per row; max and sum are block all-reductions.
 #include <limits>
 
@@ -102,7 +102,11 @@ Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets,
                   ": targets must be int64 or int32, got ", targets.dtype());
   RG_DEBUG_ASSERT(targets.numel() == logits.size(0), op, ": ", targets.numel(),
                   " targets for logits ", shape_str(logits.shape()));
-  Prepared p{contiguous_as(targets, DType::i64), DeviceErrorSlot(logits.device()), {}, {}};
+  Prepared p{contiguous_as(targets, DType::i64),
+             DeviceErrorSlot(logits.device(), str(op, ": target "),
+                             str(" out of range for ", logits.size(1), " classes")),
+             {},
+             {}};
   p.args =
       RowArgs{logits.size(1), logits.stride(0), logits.stride(1), ignore_index, p.error.data()};
   int64_t threads = 32;
@@ -112,12 +116,6 @@ Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets,
   p.cfg.block = dim3(static_cast<unsigned>(threads));
   p.cfg.stream = stream_for(logits);
   return p;
-}
-
-void check_targets(const char* op, const Prepared& p, int64_t classes) {
-  int64_t bad;
-  if (p.error.failed(&bad))
-    RG_FAIL(op, ": target ", bad, " out of range for ", classes, " classes");
 }
 
 void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
@@ -134,7 +132,6 @@ void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& t
            loss.dim() == 0 ? int64_t(0) : loss.stride(0), static_cast<const T*>(logits.data_ptr()),
            static_cast<const int64_t*>(p.targets.data_ptr()), p.args);
   });
-  check_targets(op, p, logits.size(1));
 }
 
 void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
@@ -156,7 +153,6 @@ void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, con
            static_cast<const T*>(dloss.data_ptr()), dloss.dim() == 0 ? int64_t(0) : dloss.stride(0),
            p.args);
   });
-  check_targets(op, p, logits.size(1));
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 //             a 16-bit compare-and-swap). On a GPU the order of the
 //             additions to a repeated row varies, so results may differ in the last bits
 //             from run to run (the cpu kernel sums in order); sim runs in order.
-// An index out of range is reported through a DeviceErrorSlot and thrown after the launch.
+// An index out of range is reported through a DeviceErrorSlot and thrown at the next host
+// synchronization (kernels/cuda/device_errors.h).
 #include "kernels/cuda/common.cuh"
 
 namespace rg::RG_BACKEND {
@@ -74,11 +75,6 @@ Tensor checked_indices(const Tensor& indices, const char* op) {
   return contiguous_as(indices, DType::i64);
 }
 
-void report(const char* op, const DeviceErrorSlot& error, int64_t vocab) {
-  int64_t bad;
-  if (error.failed(&bad)) RG_FAIL(op, ": index ", bad, " out of range for vocab size ", vocab);
-}
-
 void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const char* op = "embedding";
   RG_DEBUG_ASSERT(weight.dim() == 2 && out.dim() == 2, op, ": weight ", shape_str(weight.shape()),
@@ -91,13 +87,13 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
   Geometry g{idx.numel(),      weight.size(1), weight.size(0), weight.stride(0),
              weight.stride(1), out.stride(0),  out.stride(1)};
   if (g.n * g.d == 0) return;
-  DeviceErrorSlot error(out.device());
+  DeviceErrorSlot error(out.device(), str(op, ": index "),
+                        str(" out of range for vocab size ", g.vocab));
   dispatch_dtype<DTypes::all, bf16>(weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_kernel<T>, config(op, g, out), static_cast<T*>(out.data_ptr()),
            static_cast<const T*>(weight.data_ptr()), static_cast<const int64_t*>(idx.data_ptr()), g,
            error.data());
   });
-  report(op, error, g.vocab);
 }
 
 void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
@@ -113,13 +109,13 @@ void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
   Geometry g{idx.numel(),           grad_weight.size(1), grad_weight.size(0), grad_weight.stride(0),
              grad_weight.stride(1), grad_out.stride(0),  grad_out.stride(1)};
   if (g.n * g.d == 0) return;
-  DeviceErrorSlot error(grad_weight.device());
+  DeviceErrorSlot error(grad_weight.device(), str(op, ": index "),
+                        str(" out of range for vocab size ", g.vocab));
   dispatch_dtype<DTypes::floating, bf16>(grad_weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
     launch(embedding_backward_kernel<T>, config(op, g, grad_weight),
            static_cast<T*>(grad_weight.data_ptr()), static_cast<const T*>(grad_out.data_ptr()),
            static_cast<const int64_t*>(idx.data_ptr()), g, error.data());
   });
-  report(op, error, g.vocab);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::cuda {
@@ -185,6 +186,8 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, size
   cudaStream_t stream = static_cast<cudaStream_t>(gpu::current_stream(gpu_side).handle);
   CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  gpu::count_host_sync(gpu_side);
+  if (dst_device.is_cpu()) gpu::check_device_errors(gpu_side);
 }
 
 }  // namespace
@@ -202,6 +205,8 @@ void register_cuda_device() {
   d.synchronize = [](int index) {
     set_device(index);
     CUDA_CHECK(cudaDeviceSynchronize());
+    gpu::count_host_sync(Device(DeviceType::cuda, index));
+    gpu::check_device_errors(Device(DeviceType::cuda, index));
   };
   d.stats = [](int index) { return allocator(index).stats(); };
   d.empty_cache = [](int index) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "kernels/cuda/device_errors.h"
 #include "kernels/sim/device.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
@@ -69,12 +70,11 @@ Stream current_stream(Device d) {
 
 void synchronize(const Stream& s) {
 #if RG_WITH_CUDA
-  if (s.device.is_cuda()) {
-    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
-    return;
-  }
+  if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
 #endif
-  sim::drain(s.handle);
+  if (s.device.is_sim()) sim::drain(s.handle);
+  count_host_sync(s.device);
+  check_device_errors(s.device);
 }
 
 StreamGuard::StreamGuard(const Stream& stream) : device_(stream.device) {
@@ -138,12 +138,10 @@ void Event::wait(const Stream& s) const {
 
 void Event::synchronize() const {
 #if RG_WITH_CUDA
-  if (handle_) {
-    CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
-    return;
-  }
+  if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif
-  sim::run_until(sim_stream_, sim_ticket_);
+  if (!handle_) sim::run_until(sim_stream_, sim_ticket_);
+  count_host_sync(device_);
 }
 
 bool Event::query() const {

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/stream_queue.h"
@@ -77,8 +78,14 @@ void register_sim_device() {
     if (sim::delayed_streams()) drain(gpu::current_stream(side).handle);
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);
+    gpu::count_host_sync(side);
+    if (dst_device.is_cpu()) gpu::check_device_errors(side);
   };
-  d.synchronize = [](int) { drain_all(); };
+  d.synchronize = [](int index) {
+    drain_all();
+    gpu::count_host_sync(Device(DeviceType::sim, index));
+    gpu::check_device_errors(Device(DeviceType::sim, index));
+  };
   d.stats = [](int index) { return allocator(index).stats(); };
   d.empty_cache = [](int index) { allocator(index).empty_cache(); };
   d.device_count = [] { return kMaxSimDevices; };

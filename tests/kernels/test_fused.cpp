@@ -2,6 +2,7 @@
 // along inner and outer dims, layernorm (+backward, with and without affine), cross-entropy
 // (+backward, ignore_index, bad targets), embedding (+backward, repeated and bad indices),
 // Philox random (identical numbers), AdamW, fused attention (+backward, causal or not, T != S).
+#include "kernels/cuda/device_errors.h"
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -111,14 +112,23 @@ GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
     }
 }
 
-GPU_KERNEL_TEST(cross_entropy_rejects_a_target_out_of_range) {
-  Tensor logits = random_tensor({3, 5}, DType::f32, 1);
+// A bad index costs no sync at the launch: the error is thrown, naming the op and the value,
+// at the next synchronization (here reading the result), once.
+GPU_KERNEL_TEST(cross_entropy_reports_a_bad_target_at_the_next_sync) {
+  Tensor logits = mirror(random_tensor({3, 5}, DType::f32, 1), device);
   Tensor targets = random_tensor({3}, DType::i32, 2, 0, 4);
   store(targets, 1, 5);
+  Tensor dtargets = mirror(targets, device);
   Tensor loss = empty({3}, DType::f32, device);
-  CHECK_THROWS_WITH_AS(
-      kernels_of(device).cross_entropy(loss, mirror(logits, device), mirror(targets, device), -100),
-      doctest::Contains("target 5 out of range"), Error);
+  const uint64_t syncs = gpu::host_syncs(device);
+  kernels_of(device).cross_entropy(loss, logits, dtargets, -100);
+  kernels_of(device).cross_entropy_backward(logits, logits, dtargets, loss, -100);
+  CHECK(gpu::host_syncs(device) == syncs);
+  CHECK_THROWS_WITH_AS(values(loss), "cross_entropy: target 5 out of range for 5 classes", Error);
+  CHECK_NOTHROW(synchronize(device));
+  store(targets, 1, 2);
+  kernels_of(device).cross_entropy(loss, logits, mirror(targets, device), -100);
+  CHECK_NOTHROW(values(loss));
 }
 
 GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {
@@ -146,9 +156,16 @@ GPU_KERNEL_TEST(embedding_rejects_an_index_out_of_range) {
   Tensor idx = random_tensor({5}, DType::i64, 2, 0, 3);
   store(idx, 3, 4);
   Tensor out = empty({5, 3}, DType::f32, device);
-  CHECK_THROWS_WITH_AS(
-      kernels_of(device).embedding(out, mirror(weight, device), mirror(idx, device)),
-      doctest::Contains("index 4 out of range"), Error);
+  Tensor dweight = mirror(weight, device), didx = mirror(idx, device);
+  const uint64_t syncs = gpu::host_syncs(device);
+  kernels_of(device).embedding(out, dweight, didx);
+  CHECK(gpu::host_syncs(device) == syncs);
+  CHECK_THROWS_WITH_AS(synchronize(device), "embedding: index 4 out of range for vocab size 4",
+                       Error);
+  kernels_of(device).embedding_backward(dweight, out, didx);
+  CHECK_THROWS_WITH_AS(values(dweight), "embedding_backward: index 4 out of range for vocab size 4",
+                       Error);
+  CHECK_NOTHROW(values(out));
 }
 
 GPU_KERNEL_TEST(random_draws_the_same_numbers_as_cpu) {

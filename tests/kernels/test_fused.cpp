@@ -167,14 +167,22 @@ GPU_KERNEL_TEST(row_kernels_match_cpu_at_every_shape_crossover) {
     }
 }
 
+// In both launch shapes (a warp per row, a block per row), forward and backward.
 GPU_KERNEL_TEST(cross_entropy_rejects_a_target_out_of_range) {
-  Tensor logits = random_tensor({3, 5}, DType::f32, 1);
-  Tensor targets = random_tensor({3}, DType::i32, 2, 0, 4);
-  store(targets, 1, 5);
-  Tensor loss = empty({3}, DType::f32, device);
-  CHECK_THROWS_WITH_AS(
-      kernels_of(device).cross_entropy(loss, mirror(logits, device), mirror(targets, device), -100),
-      doctest::Contains("target 5 out of range"), Error);
+  for (int64_t c : {5, 2000}) {
+    Tensor logits = mirror(random_tensor({3, c}, DType::f32, 1), device);
+    Tensor targets = random_tensor({3}, DType::i32, 2, 0, double(c - 1));
+    store(targets, 1, double(c));
+    Tensor dt = mirror(targets, device), loss = empty({3}, DType::f32, device);
+    const std::string message = "target " + std::to_string(c) + " out of range";
+    CHECK_THROWS_WITH_AS(kernels_of(device).cross_entropy(loss, logits, dt, -100),
+                         doctest::Contains(message.c_str()), Error);
+    Tensor dloss = mirror(random_tensor({3}, DType::f32, 3), device);
+    Tensor dlogits = empty({3, c}, DType::f32, device);
+    CHECK_THROWS_WITH_AS(
+        kernels_of(device).cross_entropy_backward(dlogits, logits, dt, dloss, -100),
+        doctest::Contains(message.c_str()), Error);
+  }
 }
 
 GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {

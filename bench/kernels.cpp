@@ -150,6 +150,23 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
          [&] { k.layernorm(out2, mean, rstd, a2, w, bias, 1e-5); });
   report("cross_entropy rows of 1024", n * 4.0, fr,
          [&] { k.cross_entropy(loss, a2, targets, -100); });
+  Tensor dlogits = make_view(m, {rows, cols}, {cols, 1}, 0),
+         dloss = filled({rows}, DType::f32, device, 1.0);
+  report("softmax backward, 1024", 3.0 * n * 4, fr,
+         [&] { k.softmax_backward(dlogits, out2, a2, 1, false); });
+  report("layernorm dx, rows of 1024", 3.0 * n * 4 + rows * 8.0, fr,
+         [&] { k.layernorm_backward(dlogits, Tensor(), Tensor(), out2, a2, mean, rstd, w); });
+  report("cross_entropy bwd, 1024", 2.0 * n * 4, fr,
+         [&] { k.cross_entropy_backward(dlogits, a2, targets, dloss, -100); });
+  Tensor a8 = make_view(a, {n / 8192, 8192}, {8192, 1}, 0),
+         out8 = make_view(out, {n / 8192, 8192}, {8192, 1}, 0);
+  report("softmax rows of 8192", 2.0 * n * 4, fr, [&] { k.softmax(out8, a8, 1, false); });
+  Tensor a16 = make_view(a, {n / 16384, 16384}, {16384, 1}, 0),
+         d16 = make_view(m, {n / 16384, 16384}, {16384, 1}, 0);
+  Tensor t16 = filled({n / 16384}, DType::i64, device, 3.0),
+         l16 = filled({n / 16384}, DType::f32, device, 1.0);
+  report("cross_entropy bwd, 16384", 2.0 * n * 4, fr,
+         [&] { k.cross_entropy_backward(d16, a16, t16, l16, -100); });
   report("random normal", n * 4.0, fr, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, fs, [&] { k.adamw(out, a, m, v, adamw); });
   if (sim_check) bench::sim_check_footer();

@@ -50,8 +50,9 @@ bool sim_check_available() { return sim::check::instrumented(); }
 
 void sim_check_header() {
   std::printf("sim-check memory traffic per op (sim, 2^16 f32 elements per tensor)\n");
-  std::printf("%-28s %7s %10s %10s %6s %11s %5s %8s %9s %6s %9s\n", "op", "kernels", "bytes",
-              "min bytes", "ratio", "sect/req", "bank", "threads", "H200 us", "peak%", "occupancy");
+  std::printf("%-28s %7s %10s %10s %6s %11s %8s %5s %8s %9s %6s %9s\n", "op", "kernels", "bytes",
+              "min bytes", "ratio", "sect/req", "ld req", "bank", "threads", "H200 us", "peak%",
+              "occupancy");
 }
 
 void sim_check_row(const char* name, double min_bytes, const std::function<void()>& fn) {
@@ -65,24 +66,28 @@ void sim_check_row(const char* name, double min_bytes, const std::function<void(
   double gpu_min = min_bytes * kGpuElements / kSimElements;
   double seconds = std::max(ratio * gpu_min / kHbmBytesPerSecond, t.launches * kLaunchFloorSeconds);
   double peak = gpu_min / kHbmBytesPerSecond / seconds;
-  std::printf("%-28s %7llu %10llu %10.0f %6.2f %11s %5s %8llu %9.1f %5.1f%% %9s\n", name,
+  std::printf("%-28s %7llu %10llu %10.0f %6.2f %11s %8llu %5s %8llu %9.1f %5.1f%% %9s\n", name,
               static_cast<unsigned long long>(t.launches),
               static_cast<unsigned long long>(t.dram_bytes), min_bytes, ratio, sectors.c_str(),
-              bank.c_str(), static_cast<unsigned long long>(t.threads), seconds * 1e6, 100 * peak,
+              static_cast<unsigned long long>(t.load_requests), bank.c_str(),
+              static_cast<unsigned long long>(t.threads), seconds * 1e6, 100 * peak,
               op_occupancy(kernels).c_str());
   if (kernels.size() < 2) return;
   for (const auto& [kernel, m] : kernels)  // an op of several kernels: one line each
-    std::printf(
-        "  %-26s %7llu %10llu %10s %6s %11s %5s %8llu %9s %6s %9s\n", kernel.c_str(),
-        static_cast<unsigned long long>(m.launches), static_cast<unsigned long long>(m.dram_bytes),
-        "", "", sectors_per_request(m).c_str(), bank_conflicts(m).c_str(),
-        static_cast<unsigned long long>(m.threads), "", "", op_occupancy({{kernel, m}}).c_str());
+    std::printf("  %-26s %7llu %10llu %10s %6s %11s %8llu %5s %8llu %9s %6s %9s\n", kernel.c_str(),
+                static_cast<unsigned long long>(m.launches),
+                static_cast<unsigned long long>(m.dram_bytes), "", "",
+                sectors_per_request(m).c_str(), static_cast<unsigned long long>(m.load_requests),
+                bank_conflicts(m).c_str(), static_cast<unsigned long long>(m.threads), "", "",
+                op_occupancy({{kernel, m}}).c_str());
 }
 
 void sim_check_footer() {
   std::printf(
       "sect/req: loads/stores (ideal 4 for f32, 2 for bf16 stores, 16 where sim-check splits a "
-      "16-byte vector load in four); bank: conflicts per shared "
+      "16-byte vector load in four); ld req: warp-level global load requests (a row read twice "
+      "shows here, not in bytes, where the second read hits the L2 model); bank: conflicts per "
+      "shared "
       "request; H200: predicted at 2^26 elements, 4.8 TB/s and a 2 us launch floor, assuming "
       "enough threads in flight; occupancy: lowest of the op's kernels on an H200 from ptxas -v, "
       "limited by W warps, B blocks, R registers, S shared memory%s; measured GPU time: n/a "

@@ -122,8 +122,7 @@ void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Te
               double(minor_faults() - faults_after_warmup) / steps);
   if (!device.is_cpu())
     std::printf("host synchronizations per step on %s: %.1f (reading the loss included)\n",
-                device.str().c_str(),
-                double(gpu::host_syncs(device) - syncs_after_warmup) / steps);
+                device.str().c_str(), double(gpu::host_syncs(device) - syncs_after_warmup) / steps);
 }
 
 // Accumulation overhead per micro-step (k = 4 micro-batches of B/4 rows): accumulating

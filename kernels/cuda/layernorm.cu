@@ -1,70 +1,73 @@
 // layernorm over the last dim: x contiguous seen as [N, C]; mean/rstd [N] contiguous, f32
 // (f64 for f64 x); weight/bias [C] optional (undefined: no affine).
-//   forward:  mean, var (biased, two passes in double), rstd = 1/sqrt(var + eps),
-//             out = (x - mean) * rstd * weight + bias
+//   forward:  mean, var (biased), rstd = 1/sqrt(var + eps), out = (x - mean) * rstd * w + b
 //   backward: g = dy * weight; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
 //             dweight = sum_n dy * xhat, dbias = sum_n dy, written with `=`.
-// Launch: forward and dx: one block (32..512 threads) per row with block all-reductions;
+// Forward and dx launch (row_group.cuh): C <= 1024 one warp per row, 4 rows per block, the
+// row in registers and shuffle all-reductions; longer rows one block per row, in registers
+// up to 8192 f32 / 4096 f64 elements, re-read beyond. Sums in acc_t<T> (f32 for f32/bf16).
+// Mean and variance are Welford (row_stats.cuh): one pass that merges across lanes, so a
+// row too long to cache is read twice, not three times as a two-pass variance would, and
+// f32 stays stable (no E[x^2] - E[x]^2). Cached rows read x (and dy) once, write once.
 // dweight/dbias: two passes. The rows are split into chunks over blockIdx.y (enough threads
 // to fill an H200 even for 768 columns); a thread sums its column over its chunk's rows into
 // double partials [chunks, C] (a warp reads 32 neighbouring columns: coalesced), and a
 // second kernel adds each column's chunks in order. The split depends on the shape only:
 // deterministic.
-#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/row_group.cuh"
+#include "kernels/cuda/row_stats.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
 
-template <typename T, typename S>
-__global__ void layernorm_kernel(T* out, S* mean, S* rstd, const T* x, const T* weight,
-                                 const T* bias, int64_t c, double eps) {
+template <typename T, typename S, int N, typename G>
+__global__ void __launch_bounds__(G::kMaxThreads)
+    layernorm_kernel(T* out, S* mean, S* rstd, const T* x, const T* weight, const T* bias,
+                     int64_t rows, int64_t c, double eps) {
   using C = acc_t<T>;
-  __shared__ double scratch[32];
-  int64_t row = blockIdx.x;
-  const T* xr = x + row * c;
+  const int64_t row = G::row();
+  if (row >= rows) return;  // whole warps of the last block (no barrier in the warp shape)
+  const auto r = load_row<T, N, G>(x + row * c, 1, c);
+  Welford<C> st{C(0), C(0), C(0)};
+  r.each([&](int64_t, C v) { st.add(v); });
+  st = G::allreduce(st, WelfordOp(), Welford<C>{C(0), C(0), C(0)});
+  const C mu = st.mean, inv = C(1) / m_sqrt(st.m2 / C(c) + C(eps));
+  if (G::tid() == 0) mean[row] = S(mu), rstd[row] = S(inv);
   T* orow = out + row * c;
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) sum += double(convert<C>(xr[i]));
-  double mu = block_allreduce(sum, SumOp(), 0.0, scratch) / double(c);
-  double sq = 0;
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    double d = double(convert<C>(xr[i])) - mu;
-    sq += d * d;
-  }
-  double var = block_allreduce(sq, SumOp(), 0.0, scratch) / double(c);
-  double inv = 1.0 / sqrt(var + eps);
-  if (threadIdx.x == 0) mean[row] = S(mu), rstd[row] = S(inv);
-  C m = C(mu), s = C(inv);
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    C v = (convert<C>(xr[i]) - m) * s;
-    if (weight) v = v * convert<C>(weight[i]);
-    if (bias) v = v + convert<C>(bias[i]);
-    orow[i] = convert<T>(v);
-  }
+  r.each([&](int64_t i, C v) {
+    C o = (v - mu) * inv;
+    if (weight) o = o * convert<C>(weight[i]);
+    if (bias) o = o + convert<C>(bias[i]);
+    orow[i] = convert<T>(o);
+  });
 }
 
-template <typename T, typename S>
-__global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const S* mean, const S* rstd,
-                                    const T* weight, int64_t c) {
+template <typename T, typename S, int N, typename G>
+__global__ void __launch_bounds__(G::kMaxThreads)
+    layernorm_dx_kernel(T* dx, const T* dy, const T* x, const S* mean, const S* rstd,
+                        const T* weight, int64_t rows, int64_t c) {
   using C = acc_t<T>;
-  __shared__ double scratch[32];
-  int64_t row = blockIdx.x;
-  const T* xr = x + row * c;
-  const T* gr = dy + row * c;
-  C m = C(mean[row]), s = C(rstd[row]);
-  double g_sum = 0, gx_sum = 0;
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    C g = weight ? convert<C>(gr[i]) * convert<C>(weight[i]) : convert<C>(gr[i]);
-    g_sum += double(g);
-    gx_sum += double(g * ((convert<C>(xr[i]) - m) * s));
-  }
-  C g_mean = C(block_allreduce(g_sum, SumOp(), 0.0, scratch) / double(c));
-  C gx_mean = C(block_allreduce(gx_sum, SumOp(), 0.0, scratch) / double(c));
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    C g = weight ? convert<C>(gr[i]) * convert<C>(weight[i]) : convert<C>(gr[i]);
-    C xhat = (convert<C>(xr[i]) - m) * s;
-    dx[row * c + i] = convert<T>(C(s * (g - g_mean - xhat * gx_mean)));
-  }
+  const int64_t row = G::row();
+  if (row >= rows) return;
+  const auto gr = load_row<T, N, G>(dy + row * c, 1, c);
+  const auto xr = load_row<T, N, G>(x + row * c, 1, c);
+  const C m = C(mean[row]), s = C(rstd[row]);
+  auto g_at = [&](int k, int64_t i) {
+    return weight ? gr.at(k, i) * convert<C>(weight[i]) : gr.at(k, i);
+  };
+  C g_sum = 0, gx_sum = 0;
+  gr.each_index([&](int k, int64_t i) {
+    C g = g_at(k, i);
+    g_sum += g;
+    gx_sum += g * ((xr.at(k, i) - m) * s);
+  });
+  const C g_mean = G::allreduce(g_sum, SumOp(), C(0)) / C(c);
+  const C gx_mean = G::allreduce(gx_sum, SumOp(), C(0)) / C(c);
+  T* dxr = dx + row * c;
+  gr.each_index([&](int k, int64_t i) {
+    C xhat = (xr.at(k, i) - m) * s;
+    dxr[i] = convert<T>(C(s * (g_at(k, i) - g_mean - xhat * gx_mean)));
+  });
 }
 
 // Pass 1: partial_w/partial_b[chunk][j] = sums over rows [chunk * rows_per_chunk, +rows).
@@ -118,14 +121,11 @@ T* ptr_or_null(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
 }
 
-LaunchConfig row_config(const char* name, int64_t rows, int64_t c, const Tensor& t) {
+LaunchConfig row_config(const char* name, int64_t rows, const RowShape& shape, const Tensor& t) {
   LaunchConfig cfg;
   cfg.name = name;
   cfg.stream = stream_for(t);
-  int64_t threads = 32;
-  while (threads < c && threads < 512) threads *= 2;
-  cfg.grid = dim3(static_cast<unsigned>(rows));
-  cfg.block = dim3(static_cast<unsigned>(threads));
+  set_row_launch(cfg, shape, rows);
   return cfg;
 }
 
@@ -158,6 +158,17 @@ void launch_dparams(const Tensor& dw, const Tensor& db, const Tensor& g, const T
          chunks, c);
 }
 
+template <typename T, typename S>
+void launch_dx(const Tensor& dx, const Tensor& g, const Tensor& x, const Tensor& mean,
+               const Tensor& rstd, const Tensor& w, int64_t n, int64_t c) {
+  const RowShape rs = row_shape(c, sizeof(acc_t<T>));
+  dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+    launch(layernorm_dx_kernel<T, S, N, G>, row_config("layernorm_backward", n, rs, x),
+           ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
+           ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w), n, c);
+  });
+}
+
 void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                    const Tensor& weight, const Tensor& bias, double eps) {
   check_stats(x, mean, rstd, "layernorm");
@@ -168,9 +179,12 @@ void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, co
   Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
   dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    launch(layernorm_kernel<T, S>, row_config("layernorm", n, c, x), ptr_or_null<T>(out),
-           ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),
-           ptr_or_null<const T>(w), ptr_or_null<const T>(b), c, eps);
+    const RowShape rs = row_shape(c, sizeof(acc_t<T>));
+    dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+      launch(layernorm_kernel<T, S, N, G>, row_config("layernorm", n, rs, x), ptr_or_null<T>(out),
+             ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),
+             ptr_or_null<const T>(w), ptr_or_null<const T>(b), n, c, eps);
+    });
   });
 }
 
@@ -185,11 +199,7 @@ void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tenso
   dispatch_dtype<DTypes::floating, bf16>(
       x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
         using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        if (dx.defined() && n > 0)
-          launch(layernorm_dx_kernel<T, S>, row_config("layernorm_backward", n, c, x),
-                 ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
-                 ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w),
-                 c);
+        if (dx.defined() && n > 0) launch_dx<T, S>(dx, g, x, mean, rstd, w, n, c);
         if (!dweight.defined() && !dbias.defined()) return;
         auto scratch_for = [&](const Tensor& t) {
           return !t.defined() || (t.is_contiguous() && t.dtype() == x.dtype())

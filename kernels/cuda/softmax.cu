@@ -1,39 +1,36 @@
 // softmax / log_softmax along `dim` and their backward; in/out contiguous, seen as
-// [outer, D, inner]. Stable (row max subtracted; an all -inf row gives NaN like PyTorch),
-// exp sums and dot products in double, bf16 computes in float -- as the cpu kernels.
+// [outer, D, inner]. Stable: an online max and sum of exp(x - max) (row_stats.cuh), so an all
+// -inf row gives NaN like PyTorch. Sums in acc_t<T> (f32 for f32/bf16, f64 for f64).
 //   forward:  y = exp(x - max) / sum           log: y = (x - max) - log(sum)
 //   backward: dx = y * (dy - sum(dy * y))      log: dx = dy - exp(y) * sum(dy)
-// Launch: inner == 1 -> one block (32..512 threads) per row, block all-reductions;
-//         inner > 1  -> one thread per (outer, inner) line looping over D (no sync).
-#include <limits>
-
-#include "kernels/cuda/block_reduce.cuh"
-#include "kernels/cuda/scalar_ops.cuh"
+// Launch, inner == 1 (row_group.cuh): D <= 1024 one warp per row, 4 rows per block, the row
+// in registers (1..32 per lane) and shuffle all-reductions, no barrier; longer rows one
+// block per row, in registers up to 8192 f32 / 4096 f64 elements, re-read beyond that.
+// Cached rows are read once and written once (the memory-bound minimum).
+// inner > 1: one thread per (outer, inner) line looping over D (no sync): neighbouring
+// threads read neighbouring lines, coalesced.
+#include "kernels/cuda/row_group.cuh"
+#include "kernels/cuda/row_stats.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
 
-template <typename T>
-__global__ void softmax_rows_kernel(T* y, const T* x, int64_t d, bool log) {
+template <typename T, int N, typename G>
+__global__ void __launch_bounds__(G::kMaxThreads)
+    softmax_rows_kernel(T* y, const T* x, int64_t rows, int64_t d, bool log) {
   using C = acc_t<T>;
-  __shared__ C scratch_c[32];
-  __shared__ double scratch_d[32];
-  const T* xr = x + int64_t(blockIdx.x) * d;
-  T* yr = y + int64_t(blockIdx.x) * d;
-  const C neg_inf = -std::numeric_limits<C>::infinity();
-  C mx = neg_inf;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) mx = MaxOp()(mx, convert<C>(xr[i]));
-  mx = block_allreduce(mx, MaxOp(), neg_inf, scratch_c);
-  if (mx == neg_inf) mx = C(0);
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    sum += double(m_exp(convert<C>(xr[i]) - mx));
-  sum = block_allreduce(sum, SumOp(), 0.0, scratch_d);
-  C scale = log ? C(::log(sum)) : C(1.0 / sum);
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    C shifted = convert<C>(xr[i]) - mx;
+  const int64_t row = G::row();
+  if (row >= rows) return;  // whole warps of the last block (no barrier in the warp shape)
+  const auto r = load_row<T, N, G>(x + row * d, 1, d);
+  MaxSum<C> st = MaxSum<C>::identity();
+  r.each([&](int64_t, C v) { st.add(v); });
+  st = G::allreduce(st, MaxSumOp(), MaxSum<C>::identity()).finish();
+  const C scale = log ? m_log(st.s) : C(1) / st.s;
+  T* yr = y + row * d;
+  r.each([&](int64_t i, C v) {
+    C shifted = v - st.m;
     yr[i] = convert<T>(log ? C(shifted - scale) : C(m_exp(shifted) * scale));
-  }
+  });
 }
 
 template <typename T>
@@ -43,41 +40,41 @@ __global__ void softmax_lines_kernel(T* y, const T* x, int64_t outer, int64_t d,
   int64_t line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (line >= outer * inner) return;
   int64_t base = (line / inner) * d * inner + line % inner;
-  const C neg_inf = -std::numeric_limits<C>::infinity();
-  C mx = neg_inf;
-  for (int64_t i = 0; i < d; ++i) mx = MaxOp()(mx, convert<C>(x[base + i * inner]));
-  if (mx == neg_inf) mx = C(0);
-  double sum = 0;
-  for (int64_t i = 0; i < d; ++i) sum += double(m_exp(convert<C>(x[base + i * inner]) - mx));
-  C scale = log ? C(::log(sum)) : C(1.0 / sum);
+  MaxSum<C> st = MaxSum<C>::identity();
+  for (int64_t i = 0; i < d; ++i) st.add(convert<C>(x[base + i * inner]));
+  st = st.finish();
+  const C scale = log ? m_log(st.s) : C(1) / st.s;
   for (int64_t i = 0; i < d; ++i) {
-    C shifted = convert<C>(x[base + i * inner]) - mx;
+    C shifted = convert<C>(x[base + i * inner]) - st.m;
     y[base + i * inner] = convert<T>(log ? C(shifted - scale) : C(m_exp(shifted) * scale));
   }
 }
 
 template <typename T>
-RG_HD inline double backward_term(T dy, T y, bool log) {
-  using C = acc_t<T>;
-  return log ? double(convert<C>(dy)) : double(convert<C>(dy)) * double(convert<C>(y));
+RG_HD inline acc_t<T> backward_term(acc_t<T> dy, acc_t<T> y, bool log) {
+  return log ? dy : dy * y;
 }
 template <typename T>
-RG_HD inline T backward_value(T dy, T y, double dot, bool log) {
+RG_HD inline T backward_value(acc_t<T> dy, acc_t<T> y, acc_t<T> dot, bool log) {
   using C = acc_t<T>;
-  C d = C(dot), g = convert<C>(dy), v = convert<C>(y);
-  return convert<T>(log ? C(g - m_exp(v) * d) : C(v * (g - d)));
+  return convert<T>(log ? C(dy - m_exp(y) * dot) : C(y * (dy - dot)));
 }
 
-template <typename T>
-__global__ void softmax_backward_rows_kernel(T* dx, const T* dy, const T* y, int64_t d, bool log) {
-  __shared__ double scratch[32];
-  int64_t base = int64_t(blockIdx.x) * d;
-  double dot = 0;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    dot += backward_term(dy[base + i], y[base + i], log);
-  dot = block_allreduce(dot, SumOp(), 0.0, scratch);
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    dx[base + i] = backward_value(dy[base + i], y[base + i], dot, log);
+template <typename T, int N, typename G>
+__global__ void __launch_bounds__(G::kMaxThreads)
+    softmax_backward_rows_kernel(T* dx, const T* dy, const T* y, int64_t rows, int64_t d,
+                                 bool log) {
+  using C = acc_t<T>;
+  const int64_t row = G::row();
+  if (row >= rows) return;
+  const auto g = load_row<T, N, G>(dy + row * d, 1, d);
+  const auto o = load_row<T, N, G>(y + row * d, 1, d);
+  C dot = 0;
+  g.each_index([&](int k, int64_t i) { dot += backward_term<T>(g.at(k, i), o.at(k, i), log); });
+  dot = G::allreduce(dot, SumOp(), C(0));
+  T* dxr = dx + row * d;
+  g.each_index(
+      [&](int k, int64_t i) { dxr[i] = backward_value<T>(g.at(k, i), o.at(k, i), dot, log); });
 }
 
 template <typename T>
@@ -86,12 +83,13 @@ __global__ void softmax_backward_lines_kernel(T* dx, const T* dy, const T* y, in
   int64_t line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (line >= outer * inner) return;
   int64_t base = (line / inner) * d * inner + line % inner;
-  double dot = 0;
+  using C = acc_t<T>;
+  C dot = 0;
   for (int64_t i = 0; i < d; ++i)
-    dot += backward_term(dy[base + i * inner], y[base + i * inner], log);
+    dot += backward_term<T>(convert<C>(dy[base + i * inner]), convert<C>(y[base + i * inner]), log);
   for (int64_t i = 0; i < d; ++i) {
     int64_t at = base + i * inner;
-    dx[at] = backward_value(dy[at], y[at], dot, log);
+    dx[at] = backward_value<T>(convert<C>(dy[at]), convert<C>(y[at]), dot, log);
   }
 }
 
@@ -107,16 +105,13 @@ Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
   return g;
 }
 
-// Row kernels: a power-of-two block of 32..512 threads; line kernels: 128 threads, no sync.
-LaunchConfig config_for(const char* name, const Geometry& g, const Tensor& t) {
+// Rows (inner == 1): row_shape (row_group.cuh); lines: 128 threads, a thread per line, no sync.
+LaunchConfig config_for(const char* name, const Geometry& g, const Tensor& t, const RowShape& rs) {
   LaunchConfig cfg;
   cfg.name = name;
   cfg.stream = stream_for(t);
   if (g.inner == 1) {
-    int64_t threads = 32;
-    while (threads < g.d && threads < 512) threads *= 2;
-    cfg.grid = dim3(static_cast<unsigned>(g.outer));
-    cfg.block = dim3(static_cast<unsigned>(threads));
+    set_row_launch(cfg, rs, g.outer);
   } else {
     cfg.grid = dim3(static_cast<unsigned>(ceil_div(g.outer * g.inner, 128)));
     cfg.block = dim3(128);
@@ -135,9 +130,12 @@ void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* y = static_cast<T*>(out.data_ptr());
     auto* x = static_cast<const T*>(in.data_ptr());
-    LaunchConfig cfg = config_for(op, g, out);
+    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>));
+    LaunchConfig cfg = config_for(op, g, out, rs);
     if (g.inner == 1)
-      launch(softmax_rows_kernel<T>, cfg, y, x, g.d, log);
+      dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+        launch(softmax_rows_kernel<T, N, G>, cfg, y, x, g.outer, g.d, log);
+      });
     else
       launch(softmax_lines_kernel<T>, cfg, y, x, g.outer, g.d, g.inner, log);
   });
@@ -156,9 +154,12 @@ void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const T
     auto* dx = static_cast<T*>(grad_in.data_ptr());
     auto* dy = static_cast<const T*>(grad_out.data_ptr());
     auto* yy = static_cast<const T*>(y.data_ptr());
-    LaunchConfig cfg = config_for(op, g, y);
+    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>));
+    LaunchConfig cfg = config_for(op, g, y, rs);
     if (g.inner == 1)
-      launch(softmax_backward_rows_kernel<T>, cfg, dx, dy, yy, g.d, log);
+      dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+        launch(softmax_backward_rows_kernel<T, N, G>, cfg, dx, dy, yy, g.outer, g.d, log);
+      });
     else
       launch(softmax_backward_lines_kernel<T>, cfg, dx, dy, yy, g.outer, g.d, g.inner, log);
   });

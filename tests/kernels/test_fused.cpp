@@ -112,23 +112,87 @@ GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
     }
 }
 
-// A bad index costs no sync at the launch: the error is thrown, naming the op and the value,
-// at the next synchronization (here reading the result), once.
+// Every launch shape of the row kernels (kernels/cuda/row_group.cuh): a warp per row with
+// 1, 2 and 32 slots per lane (D = 1, 31..33, 1024), a block per row with the row in
+// registers (1025, 5000) or re-read (9000 > 8192 f32 / 4096 f64 elements); 5 rows (not a
+// multiple of the 4 rows of a warp-shape block), row 3 all -inf (NaN as on the cpu).
+GPU_KERNEL_TEST(row_kernels_match_cpu_at_every_shape_crossover) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (int64_t d : {1, 31, 32, 33, 1024, 1025, 5000, 9000}) {
+      INFO("D ", d);
+      const int64_t n = 5;
+      Tensor x = random_tensor({n, d}, dtype, 21, -4, 4), dy = random_tensor({n, d}, dtype, 22);
+      Tensor xinf = random_tensor({n, d}, dtype, 21, -4, 4);
+      for (int64_t j = 0; j < d; ++j) store(xinf, 3 * d + j, -INFINITY);
+      for (bool log : {false, true}) {
+        Tensor want = empty({n, d}, dtype), got = empty({n, d}, dtype, device);
+        cpu_kernels().softmax(want, xinf, 1, log);
+        kernels_of(device).softmax(got, mirror(xinf, device), 1, log);
+        expect_close(got, want, loose(dtype), log ? "log_softmax" : "softmax");
+        cpu_kernels().softmax(want, x, 1, log);
+        Tensor dwant = empty({n, d}, dtype), dgot = empty({n, d}, dtype, device);
+        cpu_kernels().softmax_backward(dwant, dy, want, 1, log);
+        kernels_of(device).softmax_backward(dgot, mirror(dy, device), mirror(want, device), 1, log);
+        expect_close(dgot, dwant, loose(dtype), "softmax_backward");
+      }
+      DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
+      Tensor w = random_tensor({d}, dtype, 23), b = random_tensor({d}, dtype, 24);
+      Tensor out = empty({n, d}, dtype), mean = empty({n}, sdt), rstd = empty({n}, sdt);
+      cpu_kernels().layernorm(out, mean, rstd, x, w, b, 1e-5);
+      Tensor gout = empty({n, d}, dtype, device), gmean = empty({n}, sdt, device),
+             grstd = empty({n}, sdt, device);
+      kernels_of(device).layernorm(gout, gmean, grstd, mirror(x, device), mirror(w, device),
+                                   mirror(b, device), 1e-5);
+      expect_close(gout, out, loose(dtype), "layernorm out");
+      expect_close(gmean, mean, 1e-5, "layernorm mean");
+      expect_close(grstd, rstd, 1e-5, "layernorm rstd");
+      Tensor dx = empty({n, d}, dtype), gdx = empty({n, d}, dtype, device);
+      cpu_kernels().layernorm_backward(dx, Tensor(), Tensor(), dy, x, mean, rstd, w);
+      kernels_of(device).layernorm_backward(gdx, Tensor(), Tensor(), mirror(dy, device),
+                                            mirror(x, device), mirror(mean, device),
+                                            mirror(rstd, device), mirror(w, device));
+      expect_close(gdx, dx, dtype == DType::f32 ? 1e-3 : -1, "layernorm dx");
+
+      Tensor targets = random_tensor({n}, DType::i64, 25, 0, double(d - 1));
+      store(targets, 2, -100);  // ignored row
+      Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
+      cpu_kernels().cross_entropy(loss, xinf, targets, -100);
+      Tensor dl = mirror(xinf, device), dt = mirror(targets, device);
+      kernels_of(device).cross_entropy(gloss, dl, dt, -100);
+      expect_close(gloss, loss, loose(dtype), "cross_entropy");
+      Tensor dloss = random_tensor({n}, dtype, 26);
+      Tensor dlogits = empty({n, d}, dtype), gdlogits = empty({n, d}, dtype, device);
+      cpu_kernels().cross_entropy_backward(dlogits, xinf, targets, dloss, -100);
+      kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
+      expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+    }
+}
+
+// A bad target costs no sync at the launch: the error is thrown, naming the op and the
+// value, at the next synchronization (reading a result), once; in both launch shapes (a warp
+// per row, a block per row), forward and backward.
 GPU_KERNEL_TEST(cross_entropy_reports_a_bad_target_at_the_next_sync) {
-  Tensor logits = mirror(random_tensor({3, 5}, DType::f32, 1), device);
-  Tensor targets = random_tensor({3}, DType::i32, 2, 0, 4);
-  store(targets, 1, 5);
-  Tensor dtargets = mirror(targets, device);
-  Tensor loss = empty({3}, DType::f32, device);
-  const uint64_t syncs = gpu::host_syncs(device);
-  kernels_of(device).cross_entropy(loss, logits, dtargets, -100);
-  kernels_of(device).cross_entropy_backward(logits, logits, dtargets, loss, -100);
-  CHECK(gpu::host_syncs(device) == syncs);
-  CHECK_THROWS_WITH_AS(values(loss), "cross_entropy: target 5 out of range for 5 classes", Error);
-  CHECK_NOTHROW(synchronize(device));
-  store(targets, 1, 2);
-  kernels_of(device).cross_entropy(loss, logits, mirror(targets, device), -100);
-  CHECK_NOTHROW(values(loss));
+  for (int64_t c : {5, 2000}) {
+    Tensor logits = mirror(random_tensor({3, c}, DType::f32, 1), device);
+    Tensor targets = random_tensor({3}, DType::i32, 2, 0, double(c - 1));
+    store(targets, 1, double(c));
+    Tensor dt = mirror(targets, device), loss = empty({3}, DType::f32, device);
+    Tensor dloss = mirror(random_tensor({3}, DType::f32, 3), device);
+    Tensor dlogits = empty({3, c}, DType::f32, device);
+    const std::string tail =
+        std::to_string(c) + " out of range for " + std::to_string(c) + " classes";
+    const uint64_t syncs = gpu::host_syncs(device);
+    kernels_of(device).cross_entropy(loss, logits, dt, -100);
+    CHECK(gpu::host_syncs(device) == syncs);
+    CHECK_THROWS_WITH_AS(values(loss), ("cross_entropy: target " + tail).c_str(), Error);
+    CHECK_NOTHROW(synchronize(device));
+    kernels_of(device).cross_entropy_backward(dlogits, logits, dt, dloss, -100);
+    CHECK_THROWS_WITH_AS(synchronize(device), ("cross_entropy_backward: target " + tail).c_str(),
+                         Error);
+    store(targets, 1, 0);
+    kernels_of(device).cross_entropy(loss, logits, mirror(targets, device), -100);
+    CHECK_NOTHROW(values(loss));
+  }
 }
 
 GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {

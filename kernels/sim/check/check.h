@@ -74,7 +74,8 @@ struct Metrics {
 std::map<std::string, Metrics> metrics();  // by kernel name
 void reset_metrics();
 // The functions launched under a kernel name since reset_metrics(), demangled by addr2line
-// ("void rg::sim::(anonymous namespace)::softmax_rows_kernel<float>(float*, ...)").
+// ("void rg::sim::(anonymous namespace)::softmax_rows_kernel<float, 8, rg::sim::WarpGroup>(float*,
+// ...)").
 std::vector<std::string> kernel_functions(const std::string& kernel);
 
 // ---- called by the sim device and the interpreter (no-ops unless instrumented)

@@ -1,0 +1,157 @@
+// A row of a row kernel (softmax, cross-entropy, layernorm) and the group of threads that
+// processes it, read once from global memory into registers.
+//   WarpGroup:  one warp per row, kWarpRows rows (warps) per block; reductions are
+//               __shfl_xor_sync butterflies, so every lane has the result; no barrier.
+//   BlockGroup: one block per row; reductions are block all-reductions (block_reduce.cuh).
+//   RowCache<T, N>: slot k of a thread holds element tid + k * size of the row (a warp's
+//               lanes read neighbouring elements: coalesced). N is a compile-time count, so
+//               the slots live in registers; N == 0 keeps nothing and re-reads the row in
+//               each pass (rows too long for the registers of a block).
+// row_shape picks the shape from the row length, dispatch_row_shape instantiates it:
+// d <= 1024 a warp with N = 1..32 slots (next power of two of d / 32), d <= 1024 *
+// kBlockSlotBytes / sizeof(acc) a block with 2..8 slots, longer rows a 1024-thread block
+// with N == 0.
+#pragma once
+#include <type_traits>
+
+#include "kernels/cuda/block_reduce.cuh"
+
+namespace rg::RG_BACKEND {
+
+constexpr int kWarpRows = 4;         // rows (warps) per block of the warp-per-row shape
+constexpr int kMaxWarpSlots = 32;    // a warp caches rows of up to 32 * 32 elements
+constexpr int kBlockSlotBytes = 32;  // register bytes per thread per cached block row
+constexpr int kBlockThreads = 1024;  // threads of the block-per-row shapes
+
+struct WarpGroup {
+  static constexpr int kMaxThreads = 32 * kWarpRows;  // for __launch_bounds__
+  __device__ static int64_t row() { return int64_t(blockIdx.x) * kWarpRows + threadIdx.x / 32; }
+  __device__ static int tid() { return int(threadIdx.x % 32); }
+  __device__ static int size() { return 32; }
+  template <typename T, typename Op>
+  __device__ static T allreduce(T v, Op op, T) {
+    return warp_allreduce(v, op);
+  }
+};
+
+struct BlockGroup {
+  static constexpr int kMaxThreads = kBlockThreads;
+  __device__ static int64_t row() { return blockIdx.x; }
+  __device__ static int tid() { return int(threadIdx.x); }
+  __device__ static int size() { return int(blockDim.x); }
+  template <typename T, typename Op>
+  __device__ static T allreduce(T v, Op op, T identity) {
+    __shared__ T scratch[32];
+    return block_allreduce(v, op, identity, scratch);
+  }
+};
+
+template <typename T, int N>
+struct RowCache {
+  using C = acc_t<T>;
+  C v[N > 0 ? N : 1];
+  const T* p;
+  int64_t stride, d;
+  int tid, size;
+
+  // f(k, i) for each element i of this thread, k its slot (0 when not cached).
+  template <typename F>
+  __device__ void each_index(F f) const {
+    if constexpr (N > 0) {
+      RG_UNROLL
+      for (int k = 0; k < N; ++k) {
+        int64_t i = tid + int64_t(k) * size;
+        if (i < d) f(k, i);
+      }
+    } else {
+      for (int64_t i = tid; i < d; i += size) f(0, i);
+    }
+  }
+  __device__ C at(int k, int64_t i) const {
+    if constexpr (N > 0)
+      return v[k];
+    else
+      return convert<C>(p[i * stride]);
+  }
+  // f(i, value) for each element i of this thread.
+  template <typename F>
+  __device__ void each(F f) const {
+    each_index([&](int k, int64_t i) { f(i, at(k, i)); });
+  }
+};
+
+// The row p[i * stride], i < d, cached by the calling thread of group G.
+template <typename T, int N, typename G>
+__device__ RowCache<T, N> load_row(const T* p, int64_t stride, int64_t d) {
+  RowCache<T, N> r{};
+  r.p = p, r.stride = stride, r.d = d, r.tid = G::tid(), r.size = G::size();
+  if constexpr (N > 0) {
+    RG_UNROLL
+    for (int k = 0; k < N; ++k) {
+      int64_t i = r.tid + int64_t(k) * r.size;
+      r.v[k] = i < d ? convert<acc_t<T>>(p[i * stride]) : acc_t<T>(0);
+    }
+  }
+  return r;
+}
+
+struct RowShape {
+  bool warp;    // WarpGroup (else BlockGroup)
+  int slots;    // N of RowCache
+  int threads;  // block size
+};
+
+inline int next_pow2(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+inline RowShape row_shape(int64_t d, int acc_bytes) {
+  if (d <= 32 * kMaxWarpSlots) return {true, next_pow2(ceil_div(d, int64_t(32))), 32 * kWarpRows};
+  const int slots = next_pow2(ceil_div(d, int64_t(kBlockThreads)));
+  if (slots * acc_bytes > kBlockSlotBytes) return {false, 0, kBlockThreads};
+  return {false, slots, int(ceil_div(ceil_div(d, int64_t(slots)), int64_t(32)) * 32)};
+}
+
+// The launch grid and block of `shape` for `rows` rows.
+inline void set_row_launch(LaunchConfig& cfg, const RowShape& shape, int64_t rows) {
+  cfg.grid = dim3(static_cast<unsigned>(shape.warp ? ceil_div(rows, int64_t(kWarpRows)) : rows));
+  cfg.block = dim3(static_cast<unsigned>(shape.threads));
+}
+
+template <int N>
+using Slots = std::integral_constant<int, N>;
+
+// Calls f(Slots<N>{}, TypeTag<G>{}) with the shape's slot count and group (C: the
+// accumulation type, whose size row_shape was given; slots it never picks are not built).
+template <typename C, typename F>
+void dispatch_row_shape(const RowShape& shape, F&& f) {
+  using W = TypeTag<WarpGroup>;
+  using B = TypeTag<BlockGroup>;
+  switch (shape.warp ? shape.slots : -shape.slots) {
+    case 1:
+      return f(Slots<1>{}, W{});
+    case 2:
+      return f(Slots<2>{}, W{});
+    case 4:
+      return f(Slots<4>{}, W{});
+    case 8:
+      return f(Slots<8>{}, W{});
+    case 16:
+      return f(Slots<16>{}, W{});
+    case 32:
+      return f(Slots<32>{}, W{});
+    case -2:
+      return f(Slots<2>{}, B{});
+    case -4:
+      return f(Slots<4>{}, B{});
+    case -8:
+      if constexpr (8 * sizeof(C) <= kBlockSlotBytes) return f(Slots<8>{}, B{});
+      [[fallthrough]];
+    default:
+      return f(Slots<0>{}, B{});
+  }
+}
+
+}  // namespace rg::RG_BACKEND

@@ -99,7 +99,9 @@ Tensor GPT::forward(const Tensor& idx) {
   const int64_t T = idx.size(1);
   RG_CHECK(T <= config_.block_size, "GPT: sequence length ", T, " exceeds block_size ",
            config_.block_size);
-  Tensor pos = arange(T, DType::i64, idx.device());
+  if (!positions_.defined() || positions_.device() != idx.device())
+    positions_ = arange(config_.block_size, DType::i64, idx.device());
+  Tensor pos = positions_.narrow(0, 0, T);
   Tensor x = drop->forward(add(wte->forward(idx), wpe->forward(pos)));
   for (auto& block : h) {
     if (checkpoint_activations) {

@@ -75,6 +75,9 @@ class GPT : public Module {
  private:
   void init_weights(Generator* gen);
   GPTConfig config_;
+  // 0 .. block_size - 1 on the device of the last forward: made once per device, since
+  // building it copies from the host (a synchronization on a GPU) on every step otherwise.
+  Tensor positions_;
 };
 
 }  // namespace rg::nn

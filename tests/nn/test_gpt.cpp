@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/cuda/device_errors.h"
 #include "nn_test_util.h"
 
 using namespace rg;
@@ -171,4 +172,31 @@ TEST_CASE("tied names with different values in one file are an error naming both
   CHECK_THROWS_WITH_AS(model->load_state_dict(both),
                        doctest::Contains("missing keys: transformer.wte.weight, lm_head.weight"),
                        Error);
+}
+
+// A training step on a gpu device stalls the host only where the loop asks: after the
+// first step (which copies the position ids to the device once), forward, backward and
+// AdamW make no synchronization; reading the loss makes one, where the step's index checks
+// are reported (kernels/cuda/device_errors.h).
+TEST_CASE("a GPT training step on sim synchronizes with the host once, reading the loss") {
+  const Device sim("sim");
+  auto model = std::make_shared<GPT>(tiny_config());
+  model->to(sim);
+  optim::AdamW opt(model->parameters(), {.lr = 1e-3});
+  Tensor x = tensor(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5}).to(sim);
+  Tensor y = tensor(std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8, 9, 10, 0}, {2, 5}).to(sim);
+  for (int step = 0; step < 3; ++step) {
+    const uint64_t before = gpu::host_syncs(sim);
+    opt.zero_grad();
+    Tensor loss = model->forward(x, y).second;
+    loss.backward();
+    opt.step();
+    if (step > 0) CHECK(gpu::host_syncs(sim) == before);
+    CHECK(std::isfinite(loss.item()));
+    if (step > 0) CHECK(gpu::host_syncs(sim) == before + 1);
+  }
+  Tensor bad = tensor(std::vector<int64_t>{1, 2, 3, 4, 11, 6, 7, 8, 9, 10}, {2, 5}).to(sim);
+  Tensor loss = model->forward(bad, y).second;  // no error yet: nothing waited
+  CHECK_THROWS_WITH_AS(loss.item(), "embedding: index 11 out of range for vocab size 11",
+                       rg::Error);
 }

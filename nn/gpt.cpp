@@ -63,6 +63,7 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config_(c) {
   lm_head =
       register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size, false, &gen));
   lm_head->tie_weight(wte->weight);
+  positions_ = register_buffer("positions", arange(c.block_size, DType::i64), false);
   init_weights(&gen);
 }
 
@@ -99,8 +100,6 @@ Tensor GPT::forward(const Tensor& idx) {
   const int64_t T = idx.size(1);
   RG_CHECK(T <= config_.block_size, "GPT: sequence length ", T, " exceeds block_size ",
            config_.block_size);
-  if (!positions_.defined() || positions_.device() != idx.device())
-    positions_ = arange(config_.block_size, DType::i64, idx.device());
   Tensor pos = positions_.narrow(0, 0, T);
   Tensor x = drop->forward(add(wte->forward(idx), wpe->forward(pos)));
   for (auto& block : h) {

@@ -75,8 +75,8 @@ class GPT : public Module {
  private:
   void init_weights(Generator* gen);
   GPTConfig config_;
-  // 0 .. block_size - 1 on the device of the last forward: made once per device, since
-  // building it copies from the host (a synchronization on a GPU) on every step otherwise.
+  // The position ids 0 .. block_size - 1, a non-persistent buffer (it moves with the model):
+  // made once, since building it copies from the host (a GPU synchronization) every step.
   Tensor positions_;
 };
 

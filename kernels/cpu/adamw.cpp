@@ -10,6 +10,7 @@
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/adamw_scalars.h"
 
 namespace rg::cpu {
 namespace {
@@ -21,20 +22,15 @@ void adamw_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   const T* g = grad.data<T>();
   T* m = exp_avg.data<T>();
   T* v = exp_avg_sq.data<T>();
-  const double bc1 = 1.0 - std::pow(args.beta1, static_cast<double>(args.step));
-  const double bc2 = 1.0 - std::pow(args.beta2, static_cast<double>(args.step));
-  const T decay = T(1.0 - args.lr * args.weight_decay);
-  const T w1 = T(1.0 - args.beta1), b2 = T(args.beta2), w2 = T(1.0 - args.beta2);
-  const T step_size = T(-(args.lr / bc1)), bc2_sqrt = T(std::sqrt(bc2)), eps = T(args.eps);
-  const bool lerp_low = w1 < T(0.5);
+  const AdamWScalars<T> s = adamw_scalars<T>(args);
   parallel_for(param.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      T pi = p[i] * decay;
+      T pi = p[i] * s.decay;
       T gi = g[i];
-      T mi = lerp_low ? m[i] + w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - w1);
-      T vi = v[i] * b2 + w2 * gi * gi;
-      T denom = std::sqrt(vi) / bc2_sqrt + eps;
-      p[i] = pi + step_size * mi / denom;
+      T mi = s.lerp_low ? m[i] + s.w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - s.w1);
+      T vi = v[i] * s.b2 + s.w2 * gi * gi;
+      T denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+      p[i] = pi + s.step_size * mi / denom;
       m[i] = mi;
       v[i] = vi;
     }

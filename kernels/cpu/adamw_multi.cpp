@@ -7,6 +7,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_table.h"
+#include "kernels/adamw_scalars.h"
 #include "kernels/cpu/multi_tensor.h"
 
 namespace rg::cpu {
@@ -14,32 +15,9 @@ namespace {
 
 constexpr int64_t kChunk = 16384;
 
-template <typename T>
-struct Scalars {
-  T decay, w1, b2, w2, step_size, bc2_sqrt, eps, grad_scale;
-  bool lerp_low;
-};
-
-template <typename T>
-Scalars<T> scalars_of(const AdamWArgs& args, double grad_scale) {
-  const double bc1 = 1.0 - std::pow(args.beta1, static_cast<double>(args.step));
-  const double bc2 = 1.0 - std::pow(args.beta2, static_cast<double>(args.step));
-  Scalars<T> s{T(1.0 - args.lr * args.weight_decay),
-               T(1.0 - args.beta1),
-               T(args.beta2),
-               T(1.0 - args.beta2),
-               T(-(args.lr / bc1)),
-               T(std::sqrt(bc2)),
-               T(args.eps),
-               T(grad_scale),
-               false};
-  s.lerp_low = s.w1 < T(0.5);
-  return s;
-}
-
 // Elements [0, n) of one chunk; Scaled: the gradient is multiplied by s.grad_scale first.
 template <typename T, bool Scaled>
-void update(T* p, const T* g, T* m, T* v, int64_t n, const Scalars<T>& s) {
+void update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWScalars<T>& s) {
   for (int64_t i = 0; i < n; ++i) {
     T pi = p[i] * s.decay;
     T gi = Scaled ? T(g[i] * s.grad_scale) : g[i];
@@ -53,7 +31,8 @@ void update(T* p, const T* g, T* m, T* v, int64_t n, const Scalars<T>& s) {
 }
 
 template <typename T>
-void adamw_multi_typed(const std::vector<AdamWTensors>& sets, const Scalars<T>& s, bool scaled) {
+void adamw_multi_typed(const std::vector<AdamWTensors>& sets, const AdamWScalars<T>& s,
+                       bool scaled) {
   std::vector<int64_t> numels;
   int64_t total = 0;
   for (const AdamWTensors& t : sets) numels.push_back(t.param.numel()), total += numels.back();
@@ -86,7 +65,7 @@ void adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args, d
           " (or is not contiguous)");
   RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
   dispatch_dtype<DTypes::f32_f64>(first.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
-    adamw_multi_typed<T>(sets, scalars_of<T>(args, grad_scale), grad_scale != 1.0);
+    adamw_multi_typed<T>(sets, adamw_scalars<T>(args, grad_scale), grad_scale != 1.0);
   });
 }
 

@@ -6,16 +6,11 @@
 // Launch: one thread per element, 256 per block, no sync.
 #include <cmath>
 
+#include "kernels/adamw_scalars.h"
 #include "kernels/cuda/scalar_ops.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
-
-template <typename T>
-struct AdamWScalars {
-  T decay, w1, b2, w2, step_size, bc2_sqrt, eps;
-  bool lerp_low;
-};
 
 template <typename T>
 __global__ void adamw_kernel(T* p, const T* g, T* m, T* v, int64_t n, AdamWScalars<T> s) {
@@ -43,8 +38,6 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   RG_DEBUG_ASSERT(args.step >= 1, "adamw: step must be >= 1, got ", args.step);
   int64_t n = param.numel();
   if (n == 0) return;
-  double bc1 = 1.0 - std::pow(args.beta1, double(args.step));
-  double bc2 = 1.0 - std::pow(args.beta2, double(args.step));
   LaunchConfig cfg;
   cfg.name = "adamw";
   cfg.grid = dim3(static_cast<unsigned>(ceil_div(n, 256)));
@@ -52,14 +45,7 @@ void run_adamw(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   cfg.stream = stream_for(param);
   cfg.uses_sync = false;
   dispatch_dtype<DTypes::f32_f64>(param.dtype(), "adamw", [&]<typename T>(TypeTag<T>) {
-    AdamWScalars<T> s{T(1.0 - args.lr * args.weight_decay),
-                      T(1.0 - args.beta1),
-                      T(args.beta2),
-                      T(1.0 - args.beta2),
-                      T(-(args.lr / bc1)),
-                      T(std::sqrt(bc2)),
-                      T(args.eps),
-                      T(1.0 - args.beta1) < T(0.5)};
+    const AdamWScalars<T> s = adamw_scalars<T>(args);
     launch(adamw_kernel<T>, cfg, static_cast<T*>(param.data_ptr()),
            static_cast<const T*>(grad.data_ptr()), static_cast<T*>(exp_avg.data_ptr()),
            static_cast<T*>(exp_avg_sq.data_ptr()), n, s);

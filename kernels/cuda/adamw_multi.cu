@@ -7,6 +7,7 @@
 // Same scalars and operation order as adamw.cu, so grad_scale == 1 gives its bits.
 #include <cmath>
 
+#include "kernels/adamw_scalars.h"
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
 
@@ -14,12 +15,6 @@ namespace rg::RG_BACKEND {
 namespace {
 
 constexpr int kThreads = 512;
-
-template <typename T>
-struct MultiScalars {
-  T decay, w1, b2, w2, step_size, bc2_sqrt, eps, grad_scale;
-  bool lerp_low, scaled;
-};
 
 // a * b rounded once, never fused into a following add (the rounding of a mul_ kernel).
 template <typename T>
@@ -35,7 +30,7 @@ __device__ inline T mul_rounded(T a, T b) {
 }
 
 template <typename T>
-__device__ inline void adamw_element(T& p, T g, T& m, T& v, const MultiScalars<T>& s) {
+__device__ inline void adamw_element(T& p, T g, T& m, T& v, const AdamWScalars<T>& s) {
   T pi = p * s.decay;
   T gi = s.scaled ? mul_rounded(g, s.grad_scale) : g;
   T mi = s.lerp_low ? m + s.w1 * (gi - m) : gi - (gi - m) * (T(1) - s.w1);
@@ -54,7 +49,7 @@ struct alignas(16) Vec16 {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    adamw_multi_kernel(TensorBatch<4> batch, MultiScalars<T> s) {
+    adamw_multi_kernel(TensorBatch<4> batch, AdamWScalars<T> s) {
   const int t = batch.block_tensor[blockIdx.x];
   const int64_t begin = int64_t(batch.block_chunk[blockIdx.x]) * kChunk;
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
@@ -82,22 +77,6 @@ __global__ void __launch_bounds__(kThreads)
     adamw_element(p[j], g[j], m[j], v[j], s);
 }
 
-template <typename T>
-MultiScalars<T> multi_scalars(const AdamWArgs& args, double grad_scale) {
-  const double bc1 = 1.0 - std::pow(args.beta1, double(args.step));
-  const double bc2 = 1.0 - std::pow(args.beta2, double(args.step));
-  return {T(1.0 - args.lr * args.weight_decay),
-          T(1.0 - args.beta1),
-          T(args.beta2),
-          T(1.0 - args.beta2),
-          T(-(args.lr / bc1)),
-          T(std::sqrt(bc2)),
-          T(args.eps),
-          T(grad_scale),
-          T(1.0 - args.beta1) < T(0.5),
-          grad_scale != 1.0};
-}
-
 void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
                      double grad_scale) {
   if (sets.empty()) return;
@@ -116,7 +95,7 @@ void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& arg
   cfg.uses_sync = false;
   dispatch_dtype<DTypes::f32_f64>(
       sets[0].param.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
-        const MultiScalars<T> s = multi_scalars<T>(args, grad_scale);
+        const AdamWScalars<T> s = adamw_scalars<T>(args, grad_scale);
         for_each_batch<4>(ptrs, numels, [&](const TensorBatch<4>& batch, int blocks) {
           cfg.grid = dim3(static_cast<unsigned>(blocks));
           launch(adamw_multi_kernel<T>, cfg, batch, s);

@@ -1,6 +1,8 @@
-// CPU multi-tensor AdamW: the update of kernels/cpu/adamw.cpp (same operation order and
-// scalars, so bit-identical to one adamw call per tensor) for a list of parameters in one
-// parallel pass over a work list of fixed chunks of all tensors (kernels/cpu/multi_tensor.h).
+// CPU fused AdamW, for a list of parameters (adamw_multi) or one (adamw): one parallel pass
+// over a work list of fixed chunks of all tensors (kernels/cpu/multi_tensor.h). Same
+// operation order as PyTorch's single-tensor (non-foreach) AdamW, with its scalars computed
+// in double and rounded once to the tensor dtype (kernels/adamw_scalars.h), so a list gives
+// the bits of one call per tensor.
 // Clipping folds in: each gradient element is read as T(g * T(grad_scale)), the rounding of
 // g.mul_(grad_scale), so a step with grad_scale s equals scaling the gradients then stepping.
 #include <cmath>
@@ -53,23 +55,34 @@ void adamw_multi_typed(const std::vector<AdamWTensors>& sets, const AdamWScalars
   });
 }
 
-void adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args, double grad_scale) {
+// `op` names the kernel in errors: adamw or adamw_multi.
+void run_adamw(const char* op, const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
+               double grad_scale) {
   if (sets.empty()) return;
   const Tensor& first = sets[0].param;
   for (const AdamWTensors& t : sets)
     for (const Tensor* x : {&t.param, &t.grad, &t.exp_avg, &t.exp_avg_sq})
       RG_DEBUG_ASSERT(
-          x->shape() == t.param.shape() && x->dtype() == first.dtype() && x->is_contiguous(),
-          "adamw_multi: tensor ", shape_str(x->shape()), " ", x->dtype(),
-          " does not match parameter ", shape_str(t.param.shape()), " ", first.dtype(),
-          " (or is not contiguous)");
-  RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
-  dispatch_dtype<DTypes::f32_f64>(first.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
+          x->shape() == t.param.shape() && x->dtype() == first.dtype() && x->is_contiguous(), op,
+          ": tensor ", shape_str(x->shape()), " ", x->dtype(), " does not match parameter ",
+          shape_str(t.param.shape()), " ", first.dtype(), " (or is not contiguous)");
+  RG_DEBUG_ASSERT(args.step >= 1, op, ": step must be >= 1, got ", args.step);
+  dispatch_dtype<DTypes::f32_f64>(first.dtype(), op, [&]<typename T>(TypeTag<T>) {
     adamw_multi_typed<T>(sets, adamw_scalars<T>(args, grad_scale), grad_scale != 1.0);
   });
 }
 
+void adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args, double grad_scale) {
+  run_adamw("adamw_multi", sets, args, grad_scale);
+}
+
 }  // namespace
 
-void register_adamw_multi_kernels(KernelTable& k) { k.adamw_multi = adamw_multi; }
+void register_adamw_multi_kernels(KernelTable& k) {
+  k.adamw_multi = adamw_multi;
+  k.adamw = [](const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+               const Tensor& exp_avg_sq, const AdamWArgs& args) {
+    run_adamw("adamw", {AdamWTensors{param, grad, exp_avg, exp_avg_sq}}, args, 1.0);
+  };
+}
 }  // namespace rg::cpu

@@ -23,14 +23,12 @@ namespace rg::gpu {
 
 namespace {
 
-bool page_locked() {
 #if RG_WITH_CUDA
+bool page_locked() {  // page-locked memory needs a GPU and its driver
   static const bool locked = device_available(DeviceType::cuda);
   return locked;
-#else
-  return false;
-#endif
 }
+#endif
 
 // The stream a block was used on travels with its device: type in bits 8+, index below.
 int encode(Device d) { return static_cast<int>(d.type) << 8 | d.index; }

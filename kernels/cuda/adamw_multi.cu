@@ -16,19 +16,6 @@ namespace {
 
 constexpr int kThreads = 512;
 
-// a * b rounded once, never fused into a following add (the rounding of a mul_ kernel).
-template <typename T>
-__device__ inline T mul_rounded(T a, T b) {
-#if RG_SIM
-  return a * b;
-#else
-  if constexpr (sizeof(T) == 4)
-    return __fmul_rn(a, b);
-  else
-    return __dmul_rn(a, b);
-#endif
-}
-
 template <typename T>
 __device__ inline void adamw_element(T& p, T g, T& m, T& v, const AdamWScalars<T>& s) {
   T pi = p * s.decay;

@@ -4,23 +4,12 @@
 // as stored in the dtype (the op rounds it); the product is taken in the compute type and
 // rounded once (__fmul_rn / __dmul_rn: never fused), the bits of x.mul_(s).
 #include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/scalar_ops.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
 
 constexpr int kThreads = 512;
-
-template <typename C>
-__device__ inline C mul_once(C a, C b) {
-#if RG_SIM
-  return a * b;
-#else
-  if constexpr (sizeof(C) == 4)
-    return __fmul_rn(a, b);
-  else
-    return __dmul_rn(a, b);
-#endif
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) scale_multi_kernel(TensorBatch<1> batch, double scale) {
@@ -31,7 +20,7 @@ __global__ void __launch_bounds__(kThreads) scale_multi_kernel(TensorBatch<1> ba
   T* x = static_cast<T*>(batch.ptr[0][t]) + begin;
   const C s = C(scale);
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-    x[j] = convert<T>(mul_once(convert<C>(x[j]), s));
+    x[j] = convert<T>(mul_rounded(convert<C>(x[j]), s));
 }
 
 void run_scale_multi(const std::vector<Tensor>& tensors, double scale) {

@@ -1,7 +1,10 @@
 // The elementwise engine behind unary, binary, where, copy and fill: out[i] = f(in_k[i]...)
 // over out's shape, inputs already broadcast to it (expand views, stride 0).
-// Contiguous fast path: every operand contiguous -> each thread handles kVec consecutive
-//   elements, with aligned vector loads/stores when all pointers allow it.
+// Contiguous fast path: every operand contiguous -> each thread handles V consecutive
+//   elements, V = 16 bytes of the widest operand type (4 f32, 8 bf16, 2 f64), as 128-bit
+//   loads and stores. A view that starts off a 16-byte boundary first runs its head (< V
+//   elements, one per thread) when every operand is off by the same element count, so the
+//   body is aligned; otherwise (operands misaligned differently) the same loop is scalar.
 // Strided path: shape and per-operand strides (in elements) travel in a small POD
 //   (OffsetCalc, up to 8 dims after merging dims that are contiguous in every operand);
 //   one thread per element turns its row-major index into each operand's offset. When the
@@ -19,7 +22,6 @@
 namespace rg::RG_BACKEND {
 
 constexpr int kMaxDims = 8;
-constexpr int kVec = 4;
 constexpr int kElementwiseBlock = 256;
 
 template <int N>
@@ -115,23 +117,54 @@ OffsetCalc<N> make_offset_calc(const char* op, const Shape& shape,
   return calc;
 }
 
-template <typename T>
-struct alignas(sizeof(T) * kVec) Vec {
-  T v[kVec];
+// Elements per thread on the contiguous path: 16 bytes of the widest operand.
+template <typename Out, typename... In>
+constexpr int vec_width() {
+  size_t widest = sizeof(Out);
+  ((widest = sizeof(In) > widest ? sizeof(In) : widest), ...);
+  return widest >= 16 ? 1 : int(16 / widest);
+}
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
 };
 
-template <bool Aligned, typename Out, typename F, typename... In>
+// How the contiguous path splits n elements: `head` scalar elements first (0 when every
+// pointer is aligned), then aligned V-vectors from element `head` on; vectors = false when
+// no common head aligns every operand (each then keeps its scalar loads).
+struct VecPlan {
+  bool vectors = false;
+  int64_t head = 0;
+};
+
+// addresses[k] and itemsizes[k] of each operand, out first; V elements per vector.
+inline VecPlan plan_vectors(const uintptr_t* addresses, const size_t* itemsizes, int operands,
+                            int V, int64_t n) {
+  const uintptr_t out_bytes = itemsizes[0] * V, misaligned = addresses[0] % out_bytes;
+  if (misaligned % itemsizes[0] != 0) return {};  // out not even element-aligned
+  const int64_t head = misaligned == 0 ? 0 : int64_t((out_bytes - misaligned) / itemsizes[0]);
+  for (int k = 1; k < operands; ++k)
+    if ((addresses[k] + uintptr_t(head) * itemsizes[k]) % (itemsizes[k] * V) != 0) return {};
+  return {true, head < n ? head : n};
+}
+
+// Thread t runs element t of the head (t < head), then the V elements from head + t * V:
+// as one vector when Vectors and all V are in range, else one by one.
+template <int V, bool Vectors, typename Out, typename F, typename... In>
 __global__ void __launch_bounds__(kElementwiseBlock)
-    contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
-  int64_t base = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
-  if (Aligned && base + kVec <= n) {
-    Vec<Out> r;
+    contiguous_kernel(int64_t n, int64_t head, F f, Out* out, const In*... in) {
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t < head) out[t] = f(in[t]...);
+  const int64_t base = head + t * V;
+  if (Vectors && base + V <= n) {
+    Vec<Out, V> r;
     RG_UNROLL
-    for (int j = 0; j < kVec; ++j) r.v[j] = f(reinterpret_cast<const Vec<In>*>(in + base)->v[j]...);
-    *reinterpret_cast<Vec<Out>*>(out + base) = r;
+    for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in + base)->v[j]...);
+    *reinterpret_cast<Vec<Out, V>*>(out + base) = r;
   } else {
     RG_UNROLL
-    for (int j = 0; j < kVec; ++j)
+    for (int j = 0; j < V; ++j)
       if (base + j < n) out[base + j] = f(in[base + j]...);
   }
 }
@@ -151,10 +184,6 @@ __global__ void __launch_bounds__(kElementwiseBlock)
   Index off[1 + sizeof...(In)];
   calc.offsets(Index(i), off);
   apply_at(std::index_sequence_for<In...>{}, off, f, out, in...);
-}
-
-inline bool aligned_for_vec(const void* p, size_t itemsize) {
-  return reinterpret_cast<uintptr_t>(p) % (itemsize * kVec) == 0;
 }
 
 // Runs out = f(ins...) elementwise. Out and In... are the storage types of the tensors.
@@ -182,13 +211,17 @@ void elementwise(const char* name, const F& f, const Tensor& out,
         ins);
   };
   if (contiguous) {
-    bool aligned = aligned_for_vec(out.data_ptr(), sizeof(Out));
-    for (const Tensor& t : ins)
-      aligned = aligned && aligned_for_vec(t.data_ptr(), itemsize(t.dtype()));
-    if (aligned)
-      call(contiguous_kernel<true, Out, F, In...>, ceil_div(n, kVec));
+    constexpr int V = vec_width<Out, In...>();
+    std::array<uintptr_t, 1 + sizeof...(In)> addresses{reinterpret_cast<uintptr_t>(out.data_ptr())};
+    const std::array<size_t, 1 + sizeof...(In)> itemsizes{sizeof(Out), sizeof(In)...};
+    for (size_t k = 0; k < ins.size(); ++k)
+      addresses[k + 1] = reinterpret_cast<uintptr_t>(ins[k].data_ptr());
+    const VecPlan plan = plan_vectors(addresses.data(), itemsizes.data(), 1 + sizeof...(In), V, n);
+    if (plan.vectors)  // enough threads for the head (< V) and for the vectors after it
+      call(contiguous_kernel<V, true, Out, F, In...>,
+           std::max<int64_t>(plan.head, ceil_div(n - plan.head, V)), plan.head);
     else
-      call(contiguous_kernel<false, Out, F, In...>, ceil_div(n, kVec));
+      call(contiguous_kernel<V, false, Out, F, In...>, ceil_div(n, V), int64_t(0));
     return;
   }
   std::array<const Strides*, 1 + sizeof...(In)> strides;

@@ -155,6 +155,29 @@ GPU_KERNEL_TEST(binary_on_odd_sizes_and_unaligned_views) {
   expect_close(got, want);
 }
 
+// The contiguous path's aligned head: inputs and output offset by the same element count
+// (head, then 16-byte vectors) and by different counts (scalar), for 4-, 2- and 8-byte types
+// and lengths around the vector width.
+GPU_KERNEL_TEST(binary_on_views_offset_from_the_vector_boundary) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64}) {
+    for (int64_t n : {1, 3, 9, 40, 1027}) {
+      Tensor base_a = random_tensor({n + 8}, dtype, 21), base_b = random_tensor({n + 8}, dtype, 22);
+      Tensor base_ad = mirror(base_a, device), base_bd = mirror(base_b, device);
+      for (int64_t off_in : {0, 1, 3, 7}) {
+        for (int64_t off_out : {off_in, (off_in + 2) % 8}) {
+          Tensor a = make_view(base_a, {n}, {1}, off_in), b = make_view(base_b, {n}, {1}, off_in);
+          Tensor want = empty({n}, dtype);
+          cpu_kernels().binary(BinaryOp::sub, want, a, b);
+          Tensor got = make_view(empty({n + 8}, dtype, device), {n}, {1}, off_out);
+          kernels_of(device).binary(BinaryOp::sub, got, make_view(base_ad, {n}, {1}, off_in),
+                                    make_view(base_bd, {n}, {1}, off_in));
+          expect_close(got, want, 0, str(dtype, " n ", n, " offsets ", off_in, "/", off_out));
+        }
+      }
+    }
+  }
+}
+
 GPU_KERNEL_TEST(where_selects_like_cpu) {
   Shape shape{5, 1025};
   Tensor cond = random_strided(shape, DType::b8, 5);

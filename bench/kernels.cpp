@@ -167,6 +167,17 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
          l16 = filled({n / 16384}, DType::f32, device, 1.0);
   report("cross_entropy bwd, 16384", 2.0 * n * 4, fr,
          [&] { k.cross_entropy_backward(d16, a16, t16, l16, -100); });
+  // GPT-2's vocabulary: past a block's registers, within an H200's opt-in shared memory
+  const int64_t vocab = 50257, vrows = n / vocab;
+  Tensor av = make_view(a, {vrows, vocab}, {vocab, 1}, 0), ov = make_view(out, {vrows, vocab}, {vocab, 1}, 0),
+         dv = make_view(m, {vrows, vocab}, {vocab, 1}, 0);
+  Tensor tv = filled({vrows}, DType::i64, device, 3.0),
+         lv = filled({vrows}, DType::f32, device, 1.0);
+  report("softmax rows of 50257", 2.0 * vrows * vocab * 4, fr, [&] { k.softmax(ov, av, 1, false); });
+  report("softmax backward, 50257", 3.0 * vrows * vocab * 4, fr,
+         [&] { k.softmax_backward(dv, ov, av, 1, false); });
+  report("cross_entropy bwd, 50257", 2.0 * vrows * vocab * 4, fr,
+         [&] { k.cross_entropy_backward(dv, av, tv, lv, -100); });
   report("random normal", n * 4.0, fr, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, fs, [&] { k.adamw(out, a, m, v, adamw); });
   if (sim_check) bench::sim_check_footer();

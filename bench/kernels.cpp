@@ -96,6 +96,38 @@ Flags parse(int argc, char** argv) {
   return f;
 }
 
+using Report = std::function<void(const char* name, double bytes, double floor,
+                                  const std::function<void()>& fn)>;
+
+// The row kernels past a warp's registers, f32: rows of 8192 (a block's registers), 16384
+// and 50257 (GPT-2's vocabulary: a block's opt-in shared memory). `m`: scratch.
+void long_row_reports(const Report& report, Device device, int64_t n, const Tensor& a,
+                      const Tensor& out, const Tensor& m) {
+  const KernelTable& k = kernel_table(device.type);
+  const double fr = kRowFloor;
+  Tensor a8 = make_view(a, {n / 8192, 8192}, {8192, 1}, 0),
+         out8 = make_view(out, {n / 8192, 8192}, {8192, 1}, 0);
+  report("softmax rows of 8192", 2.0 * n * 4, fr, [&] { k.softmax(out8, a8, 1, false); });
+  Tensor a16 = make_view(a, {n / 16384, 16384}, {16384, 1}, 0),
+         d16 = make_view(m, {n / 16384, 16384}, {16384, 1}, 0);
+  Tensor t16 = filled({n / 16384}, DType::i64, device, 3.0),
+         l16 = filled({n / 16384}, DType::f32, device, 1.0);
+  report("cross_entropy bwd, 16384", 2.0 * n * 4, fr,
+         [&] { k.cross_entropy_backward(d16, a16, t16, l16, -100); });
+  const int64_t vocab = 50257, vrows = n / vocab;
+  Tensor av = make_view(a, {vrows, vocab}, {vocab, 1}, 0),
+         ov = make_view(out, {vrows, vocab}, {vocab, 1}, 0),
+         dv = make_view(m, {vrows, vocab}, {vocab, 1}, 0);
+  Tensor tv = filled({vrows}, DType::i64, device, 3.0),
+         lv = filled({vrows}, DType::f32, device, 1.0);
+  report("softmax rows of 50257", 2.0 * vrows * vocab * 4, fr,
+         [&] { k.softmax(ov, av, 1, false); });
+  report("softmax backward, 50257", 3.0 * vrows * vocab * 4, fr,
+         [&] { k.softmax_backward(dv, ov, av, 1, false); });
+  report("cross_entropy bwd, 50257", 2.0 * vrows * vocab * 4, fr,
+         [&] { k.cross_entropy_backward(dv, av, tv, lv, -100); });
+}
+
 // Each memory-bound kernel on n f32 elements (rows of 1024 where it has rows), in GB/s
 // against a device memcpy of the same tensor; with sim_check, each kernel's traffic instead.
 void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
@@ -158,15 +190,7 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
          [&] { k.layernorm_backward(dlogits, Tensor(), Tensor(), out2, a2, mean, rstd, w); });
   report("cross_entropy bwd, 1024", 2.0 * n * 4, fr,
          [&] { k.cross_entropy_backward(dlogits, a2, targets, dloss, -100); });
-  Tensor a8 = make_view(a, {n / 8192, 8192}, {8192, 1}, 0),
-         out8 = make_view(out, {n / 8192, 8192}, {8192, 1}, 0);
-  report("softmax rows of 8192", 2.0 * n * 4, fr, [&] { k.softmax(out8, a8, 1, false); });
-  Tensor a16 = make_view(a, {n / 16384, 16384}, {16384, 1}, 0),
-         d16 = make_view(m, {n / 16384, 16384}, {16384, 1}, 0);
-  Tensor t16 = filled({n / 16384}, DType::i64, device, 3.0),
-         l16 = filled({n / 16384}, DType::f32, device, 1.0);
-  report("cross_entropy bwd, 16384", 2.0 * n * 4, fr,
-         [&] { k.cross_entropy_backward(d16, a16, t16, l16, -100); });
+  long_row_reports(report, device, n, a, out, m);
   report("random normal", n * 4.0, fr, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, fs, [&] { k.adamw(out, a, m, v, adamw); });
   if (sim_check) bench::sim_check_footer();

@@ -27,7 +27,15 @@
 namespace rg::cuda {
 // Throws rg::Error naming the kernel when the block/grid/shared memory exceed the limits
 // (the same rules the sim interpreter applies).
-void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_bytes);
+// (opt_in: the kernel's dynamic shared limit was raised to max_shared_bytes_optin()).
+void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_bytes,
+                        bool opt_in = false);
+// The current device's cudaDevAttrMaxSharedMemoryPerBlockOptin (227 KiB on an H200),
+// queried once per device.
+size_t max_shared_bytes_optin();
+// Raises `kernel`'s cudaFuncAttributeMaxDynamicSharedMemorySize on the current device to
+// max_shared_bytes_optin() less its static shared memory, once per kernel and device.
+void opt_in_dynamic_shared(const void* kernel);
 // Throws rg::Error naming the kernel when the launch itself failed.
 void check_launched(const char* name);
 }  // namespace rg::cuda

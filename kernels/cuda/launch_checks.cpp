@@ -2,12 +2,52 @@
 // portability.cuh): the same limits the sim interpreter enforces, as rg::Error.
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch_limits.h"
 
 namespace rg::cuda {
 
-void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_bytes) {
+namespace {
+int current_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+}  // namespace
+
+size_t max_shared_bytes_optin() {
+  static std::mutex mutex;
+  static std::vector<size_t> bytes;  // per device, 0 until queried
+  const int device = current_device();
+  std::lock_guard lock(mutex);
+  if (bytes.size() <= size_t(device)) bytes.resize(device + 1, 0);
+  if (bytes[device] == 0) {
+    int v = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    bytes[device] = size_t(v);
+  }
+  return bytes[device];
+}
+
+void opt_in_dynamic_shared(const void* kernel) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> raised;
+  const int device = current_device();
+  const size_t optin = max_shared_bytes_optin();
+  std::lock_guard lock(mutex);
+  if (!raised.insert({kernel, device}).second) return;
+  cudaFuncAttributes attr{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(optin - attr.sharedSizeBytes)));
+}
+
+void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_bytes, bool opt_in) {
   RG_CHECK(grid.x && grid.y && grid.z && block.x && block.y && block.z, "cuda: kernel '", name,
            "' launched with an empty grid or block");
   unsigned long long threads = 1ull * block.x * block.y * block.z;
@@ -16,8 +56,10 @@ void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_b
            "); the maximum is 1024 (and blockDim.z <= 64)");
   RG_CHECK(grid.y < 65536 && grid.z < 65536 && grid.x < (1u << 31), "cuda: kernel '", name,
            "' launched with grid ", grid.x, "x", grid.y, "x", grid.z);
-  RG_CHECK(shared_bytes <= max_shared_bytes(), "cuda: kernel '", name, "' asks for ", shared_bytes,
-           " bytes of dynamic shared memory; the maximum is ", max_shared_bytes());
+  const size_t limit = opt_in ? max_shared_bytes_optin() : max_shared_bytes();
+  RG_CHECK(shared_bytes <= limit, "cuda: kernel '", name, "' asks for ", shared_bytes,
+           " bytes of dynamic shared memory; the maximum is ", limit,
+           opt_in ? "" : " (LaunchConfig::opt_in_shared raises it)");
 }
 
 void check_launched(const char* name) {

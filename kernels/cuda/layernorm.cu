@@ -5,7 +5,8 @@
 //             dweight = sum_n dy * xhat, dbias = sum_n dy, written with `=`.
 // Forward and dx launch (row_group.cuh): C <= 1024 one warp per row, 4 rows per block, the
 // row in registers and shuffle all-reductions; longer rows one block per row, in registers
-// up to 8192 f32 / 4096 f64 elements, re-read beyond. Sums in acc_t<T> (f32 for f32/bf16).
+// up to 8192 f32 / 4096 f64 elements, then in opt-in dynamic shared memory (x; dx: dy and
+// x, or dy alone when only one fits), re-read beyond. Sums in acc_t<T> (f32 for f32/bf16).
 // Mean and variance are Welford (row_stats.cuh): one pass that merges across lanes, so a
 // row too long to cache is read twice, not three times as a two-pass variance would, and
 // f32 stays stable (no E[x^2] - E[x]^2). Cached rows read x (and dy) once, write once.
@@ -49,8 +50,8 @@ __global__ void __launch_bounds__(G::kMaxThreads)
   using C = acc_t<T>;
   const int64_t row = G::row();
   if (row >= rows) return;
-  const auto gr = load_row<T, N, G>(dy + row * c, 1, c);
-  const auto xr = load_row<T, N, G>(x + row * c, 1, c);
+  const auto gr = load_row<T, first_row_slots<N>, G>(dy + row * c, 1, c);
+  const auto xr = load_row<T, other_row_slots<N>, G>(x + row * c, 1, c, 1);
   const C m = C(mean[row]), s = C(rstd[row]);
   auto g_at = [&](int k, int64_t i) {
     return weight ? gr.at(k, i) * convert<C>(weight[i]) : gr.at(k, i);
@@ -161,8 +162,8 @@ void launch_dparams(const Tensor& dw, const Tensor& db, const Tensor& g, const T
 template <typename T, typename S>
 void launch_dx(const Tensor& dx, const Tensor& g, const Tensor& x, const Tensor& mean,
                const Tensor& rstd, const Tensor& w, int64_t n, int64_t c) {
-  const RowShape rs = row_shape(c, sizeof(acc_t<T>));
-  dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+  const RowShape rs = row_shape(c, sizeof(acc_t<T>), sizeof(T), 2);
+  dispatch_row_shape<acc_t<T>, 2>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
     launch(layernorm_dx_kernel<T, S, N, G>, row_config("layernorm_backward", n, rs, x),
            ptr_or_null<T>(dx), ptr_or_null<const T>(g), ptr_or_null<const T>(x),
            ptr_or_null<const S>(mean), ptr_or_null<const S>(rstd), ptr_or_null<const T>(w), n, c);
@@ -179,7 +180,7 @@ void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, co
   Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
   dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const RowShape rs = row_shape(c, sizeof(acc_t<T>));
+    const RowShape rs = row_shape(c, sizeof(acc_t<T>), sizeof(T));
     dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
       launch(layernorm_kernel<T, S, N, G>, row_config("layernorm", n, rs, x), ptr_or_null<T>(out),
              ptr_or_null<S>(mean), ptr_or_null<S>(rstd), ptr_or_null<const T>(x),

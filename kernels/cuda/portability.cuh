@@ -66,7 +66,9 @@ using gpu_stream_t = cudaStream_t;
 
 namespace rg::sim {
 using gpu_stream_t = void*;
-}
+// The device's opt-in limit of shared memory per block (cuda: queried from the device).
+inline size_t max_shared_bytes_optin() { return kMaxSharedBytesOptin; }
+}  // namespace rg::sim
 
 constexpr int warpSize = 32;
 
@@ -186,6 +188,10 @@ struct LaunchConfig {
   dim3 grid;
   dim3 block;
   size_t shared_bytes = 0;  // dynamic shared memory
+  // true lets shared_bytes go past rg::max_shared_bytes() (48 KiB) up to the device's
+  // max_shared_bytes_optin(): launch() first raises the kernel's
+  // cudaFuncAttributeMaxDynamicSharedMemorySize to that limit, once per kernel.
+  bool opt_in_shared = false;
   gpu_stream_t stream = nullptr;
   // false promises the kernel calls no __syncthreads/warp op: sim then runs each block as
   // a plain loop over its threads (much faster); breaking the promise throws.
@@ -225,6 +231,7 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;
   spec.uses_sync = cfg.uses_sync;
+  if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(spec.entry);
   if (sim::is_delayed(cfg.stream)) {
     sim::enqueue(cfg.stream,
                  [kernel, spec, params]() mutable { run_on_sim(kernel, spec, params); });
@@ -232,7 +239,8 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   }
   run_on_sim(kernel, spec, params);
 #else
-  cuda::check_launch_shape(cfg.name, cfg.grid, cfg.block, cfg.shared_bytes);
+  if (cfg.opt_in_shared) cuda::opt_in_dynamic_shared(reinterpret_cast<const void*>(kernel));
+  cuda::check_launch_shape(cfg.name, cfg.grid, cfg.block, cfg.shared_bytes, cfg.opt_in_shared);
   // clang-format off
   kernel<<<cfg.grid, cfg.block, cfg.shared_bytes, cfg.stream>>>(std::forward<Args>(args)...);
   // clang-format on

@@ -5,12 +5,17 @@
 //   BlockGroup: one block per row; reductions are block all-reductions (block_reduce.cuh).
 //   RowCache<T, N>: slot k of a thread holds element tid + k * size of the row (a warp's
 //               lanes read neighbouring elements: coalesced). N is a compile-time count, so
-//               the slots live in registers; N == 0 keeps nothing and re-reads the row in
-//               each pass (rows too long for the registers of a block).
+//               the slots live in registers. N == kSharedRow keeps the row in the block's
+//               dynamic shared memory instead, as T (bf16 stays bf16): each thread stores
+//               and later reads only its own elements tid + k * size, so no barrier is
+//               needed. N == 0 keeps nothing and re-reads the row in each pass.
 // row_shape picks the shape from the row length, dispatch_row_shape instantiates it:
 // d <= 1024 a warp with N = 1..32 slots (next power of two of d / 32), d <= 1024 *
 // kBlockSlotBytes / sizeof(acc) a block with 2..8 slots, longer rows a 1024-thread block
-// with N == 0.
+// with the row in opt-in dynamic shared memory while it fits the device's limit (227 KiB
+// on an H200: 58k f32 elements), and N == 0 beyond. A kernel caching two rows (the
+// backwards: dy and y or x) asks for both; when only one fits, kSharedFirst caches its
+// first row and re-reads the other.
 #pragma once
 #include <type_traits>
 
@@ -22,6 +27,16 @@ constexpr int kWarpRows = 4;         // rows (warps) per block of the warp-per-r
 constexpr int kMaxWarpSlots = 32;    // a warp caches rows of up to 32 * 32 elements
 constexpr int kBlockSlotBytes = 32;  // register bytes per thread per cached block row
 constexpr int kBlockThreads = 1024;  // threads of the block-per-row shapes
+constexpr int kSharedRow = -1;       // RowCache slots: the row in dynamic shared memory
+constexpr int kSharedFirst = -2;     // shape slots: first row kSharedRow, the others 0
+// Shared memory row_shape leaves to the kernels' static __shared__ (block_allreduce's).
+constexpr size_t kStaticSharedReserve = 1024;
+
+// The RowCache slots of a kernel's first cached row and of its others under shape slots N.
+template <int N>
+constexpr int first_row_slots = N == kSharedFirst ? kSharedRow : N;
+template <int N>
+constexpr int other_row_slots = N == kSharedFirst ? 0 : N;
 
 struct WarpGroup {
   static constexpr int kMaxThreads = 32 * kWarpRows;  // for __launch_bounds__
@@ -51,6 +66,7 @@ struct RowCache {
   using C = acc_t<T>;
   C v[N > 0 ? N : 1];
   const T* p;
+  const T* s;  // the row in shared memory (N == kSharedRow)
   int64_t stride, d;
   int tid, size;
 
@@ -70,6 +86,8 @@ struct RowCache {
   __device__ C at(int k, int64_t i) const {
     if constexpr (N > 0)
       return v[k];
+    else if constexpr (N == kSharedRow)
+      return convert<C>(s[i]);
     else
       return convert<C>(p[i * stride]);
   }
@@ -80,12 +98,19 @@ struct RowCache {
   }
 };
 
-// The row p[i * stride], i < d, cached by the calling thread of group G.
+// The row p[i * stride], i < d, cached by the calling thread of group G (kSharedRow: in
+// row `shared_row` of the d-element rows of the block's dynamic shared memory).
 template <typename T, int N, typename G>
-__device__ RowCache<T, N> load_row(const T* p, int64_t stride, int64_t d) {
+__device__ RowCache<T, N> load_row(const T* p, int64_t stride, int64_t d, int shared_row = 0) {
+  static_assert(N >= 0 || N == kSharedRow, "kSharedFirst is a shape, not a RowCache");
   RowCache<T, N> r{};
   r.p = p, r.stride = stride, r.d = d, r.tid = G::tid(), r.size = G::size();
-  if constexpr (N > 0) {
+  if constexpr (N == kSharedRow) {
+    RG_DYNAMIC_SHARED(T, cache);
+    T* row = cache + int64_t(shared_row) * d;
+    for (int64_t i = r.tid; i < d; i += r.size) row[i] = p[i * stride];
+    r.s = row;
+  } else if constexpr (N > 0) {
     RG_UNROLL
     for (int k = 0; k < N; ++k) {
       int64_t i = r.tid + int64_t(k) * r.size;
@@ -96,9 +121,10 @@ __device__ RowCache<T, N> load_row(const T* p, int64_t stride, int64_t d) {
 }
 
 struct RowShape {
-  bool warp;    // WarpGroup (else BlockGroup)
-  int slots;    // N of RowCache
-  int threads;  // block size
+  bool warp;                // WarpGroup (else BlockGroup)
+  int slots;                // N of RowCache, or kSharedFirst
+  int threads;              // block size
+  size_t shared_bytes = 0;  // dynamic shared memory (kSharedRow, kSharedFirst)
 };
 
 inline int next_pow2(int64_t v) {
@@ -107,28 +133,43 @@ inline int next_pow2(int64_t v) {
   return p;
 }
 
-inline RowShape row_shape(int64_t d, int acc_bytes) {
+// The shape for rows of d elements: acc_bytes the size of acc_t<T>, elem_bytes of T and
+// `cached` the rows of that length a kernel caches (elem_bytes 0: never in shared memory).
+inline RowShape row_shape(int64_t d, int acc_bytes, int elem_bytes = 0, int cached = 1) {
   if (d <= 32 * kMaxWarpSlots) return {true, next_pow2(ceil_div(d, int64_t(32))), 32 * kWarpRows};
   const int slots = next_pow2(ceil_div(d, int64_t(kBlockThreads)));
-  if (slots * acc_bytes > kBlockSlotBytes) return {false, 0, kBlockThreads};
-  return {false, slots, int(ceil_div(ceil_div(d, int64_t(slots)), int64_t(32)) * 32)};
+  if (slots * acc_bytes <= kBlockSlotBytes)
+    return {false, slots, int(ceil_div(ceil_div(d, int64_t(slots)), int64_t(32)) * 32)};
+  const size_t row_bytes = size_t(d) * size_t(elem_bytes);
+  const size_t limit = max_shared_bytes_optin() - kStaticSharedReserve;
+  if (elem_bytes > 0 && row_bytes * cached <= limit)
+    return {false, kSharedRow, kBlockThreads, row_bytes * cached};
+  if (elem_bytes > 0 && cached > 1 && row_bytes <= limit)
+    return {false, kSharedFirst, kBlockThreads, row_bytes};
+  return {false, 0, kBlockThreads};
 }
 
-// The launch grid and block of `shape` for `rows` rows.
+// The launch grid, block and dynamic shared memory of `shape` for `rows` rows.
 inline void set_row_launch(LaunchConfig& cfg, const RowShape& shape, int64_t rows) {
   cfg.grid = dim3(static_cast<unsigned>(shape.warp ? ceil_div(rows, int64_t(kWarpRows)) : rows));
   cfg.block = dim3(static_cast<unsigned>(shape.threads));
+  cfg.shared_bytes = shape.shared_bytes;
+  cfg.opt_in_shared = shape.shared_bytes > 0;
 }
 
 template <int N>
 using Slots = std::integral_constant<int, N>;
 
 // Calls f(Slots<N>{}, TypeTag<G>{}) with the shape's slot count and group (C: the
-// accumulation type, whose size row_shape was given; slots it never picks are not built).
-template <typename C, typename F>
+// accumulation type, whose size row_shape was given; Cached: the rows it was given; slots
+// it never picks are not built).
+template <typename C, int Cached = 1, typename F>
 void dispatch_row_shape(const RowShape& shape, F&& f) {
   using W = TypeTag<WarpGroup>;
   using B = TypeTag<BlockGroup>;
+  if (!shape.warp && shape.slots == kSharedRow) return f(Slots<kSharedRow>{}, B{});
+  if constexpr (Cached > 1)
+    if (!shape.warp && shape.slots == kSharedFirst) return f(Slots<kSharedFirst>{}, B{});
   switch (shape.warp ? shape.slots : -shape.slots) {
     case 1:
       return f(Slots<1>{}, W{});

@@ -5,8 +5,11 @@
 //   backward: dx = y * (dy - sum(dy * y))      log: dx = dy - exp(y) * sum(dy)
 // Launch, inner == 1 (row_group.cuh): D <= 1024 one warp per row, 4 rows per block, the row
 // in registers (1..32 per lane) and shuffle all-reductions, no barrier; longer rows one
-// block per row, in registers up to 8192 f32 / 4096 f64 elements, re-read beyond that.
-// Cached rows are read once and written once (the memory-bound minimum).
+// block per row, in registers up to 8192 f32 / 4096 f64 elements, then in opt-in dynamic
+// shared memory (forward: 58k f32 / 29k f64 elements on an H200; backward: both dy and y,
+// or dy alone when only one fits), re-read beyond that. Cached rows are read once and
+// written once (the memory-bound minimum); the log-softmax backward with only dy cached
+// still reads y once (its first pass needs only dy), the softmax backward reads y twice.
 // inner > 1: one thread per (outer, inner) line looping over D (no sync): neighbouring
 // threads read neighbouring lines, coalesced.
 #include "kernels/cuda/row_group.cuh"
@@ -67,10 +70,10 @@ __global__ void __launch_bounds__(G::kMaxThreads)
   using C = acc_t<T>;
   const int64_t row = G::row();
   if (row >= rows) return;
-  const auto g = load_row<T, N, G>(dy + row * d, 1, d);
-  const auto o = load_row<T, N, G>(y + row * d, 1, d);
+  const auto g = load_row<T, first_row_slots<N>, G>(dy + row * d, 1, d);
+  const auto o = load_row<T, other_row_slots<N>, G>(y + row * d, 1, d, 1);
   C dot = 0;
-  g.each_index([&](int k, int64_t i) { dot += backward_term<T>(g.at(k, i), o.at(k, i), log); });
+  g.each_index([&](int k, int64_t i) { dot += log ? g.at(k, i) : g.at(k, i) * o.at(k, i); });
   dot = G::allreduce(dot, SumOp(), C(0));
   T* dxr = dx + row * d;
   g.each_index(
@@ -130,7 +133,7 @@ void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* y = static_cast<T*>(out.data_ptr());
     auto* x = static_cast<const T*>(in.data_ptr());
-    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>));
+    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>), sizeof(T));
     LaunchConfig cfg = config_for(op, g, out, rs);
     if (g.inner == 1)
       dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
@@ -154,10 +157,10 @@ void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const T
     auto* dx = static_cast<T*>(grad_in.data_ptr());
     auto* dy = static_cast<const T*>(grad_out.data_ptr());
     auto* yy = static_cast<const T*>(y.data_ptr());
-    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>));
+    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>), sizeof(T), 2);
     LaunchConfig cfg = config_for(op, g, y, rs);
     if (g.inner == 1)
-      dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
+      dispatch_row_shape<acc_t<T>, 2>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
         launch(softmax_backward_rows_kernel<T, N, G>, cfg, dx, dy, yy, g.outer, g.d, log);
       });
     else

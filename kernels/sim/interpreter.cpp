@@ -8,8 +8,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -23,6 +26,16 @@ thread_local BlockCoords* tls_block = nullptr;
 std::atomic<size_t> g_max_shared_bytes{48 * 1024};
 
 namespace {
+
+// Each kernel's cudaFuncAttributeMaxDynamicSharedMemorySize, where it was set.
+struct SharedAttributes {
+  std::mutex mutex;
+  std::unordered_map<const void*, size_t> bytes;
+};
+SharedAttributes& shared_attributes() {
+  static SharedAttributes a;
+  return a;
+}
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kMaxThreads = 1024;
@@ -330,11 +343,37 @@ void check_launch(const LaunchSpec& s) {
   RG_CHECK(s.grid.x < (1u << 31) && s.grid.y < 65536 && s.grid.z < 65536, "sim: kernel '", name,
            "' launched with grid ", s.grid.x, "x", s.grid.y, "x", s.grid.z,
            " (max 2^31-1 x 65535 x 65535)");
-  RG_CHECK(s.shared_bytes <= max_shared_bytes(), "sim: kernel '", name, "' asks for ",
-           s.shared_bytes, " bytes of dynamic shared memory; the maximum is ", max_shared_bytes());
+  const size_t limit = max_dynamic_shared(s.entry);
+  RG_CHECK(s.shared_bytes <= limit, "sim: kernel '", name, "' asks for ", s.shared_bytes,
+           " bytes of dynamic shared memory; the maximum is ", limit,
+           limit < kMaxSharedBytesOptin
+               ? str(" (up to ", kMaxSharedBytesOptin,
+                     " after cudaFuncSetAttribute: LaunchConfig::opt_in_shared)")
+               : std::string());
 }
 
 }  // namespace
+
+void set_max_dynamic_shared(const void* entry, size_t bytes) {
+  RG_CHECK(bytes <= kMaxSharedBytesOptin, "sim: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, ",
+           bytes, ") above the device's opt-in limit of ", kMaxSharedBytesOptin, " bytes");
+  SharedAttributes& a = shared_attributes();
+  std::lock_guard lock(a.mutex);
+  a.bytes[entry] = bytes;
+}
+
+size_t max_dynamic_shared(const void* entry) {
+  SharedAttributes& a = shared_attributes();
+  std::lock_guard lock(a.mutex);
+  auto it = a.bytes.find(entry);
+  return it == a.bytes.end() ? max_shared_bytes() : std::max(it->second, max_shared_bytes());
+}
+
+void opt_in_dynamic_shared(const void* entry) {
+  SharedAttributes& a = shared_attributes();
+  std::lock_guard lock(a.mutex);
+  a.bytes.try_emplace(entry, kMaxSharedBytesOptin);
+}
 
 void run_grid(const LaunchSpec& spec, KernelBody body) {
   check_launch(spec);

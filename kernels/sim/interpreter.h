@@ -56,6 +56,20 @@ struct LaunchSpec {
   bool uses_sync = true;  // false: run the threads of a block as a plain loop, no fibers
 };
 
+// The sim device's opt-in limit of shared memory per block: an H200's 227 KiB
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+constexpr size_t kMaxSharedBytesOptin = 227 * 1024;
+
+// cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): launches
+// of `entry` may then ask for up to `bytes` of dynamic shared memory (without it, up to
+// rg::max_shared_bytes()). Throws rg::Error above kMaxSharedBytesOptin, as CUDA fails.
+void set_max_dynamic_shared(const void* entry, size_t bytes);
+// The dynamic shared memory a launch of `entry` may ask for.
+size_t max_dynamic_shared(const void* entry);
+// launch()'s opt-in (LaunchConfig::opt_in_shared): raises `entry`'s attribute to
+// kMaxSharedBytesOptin, once per kernel.
+void opt_in_dynamic_shared(const void* entry);
+
 // Runs the whole grid on the calling thread; throws rg::Error on a bad launch or a sync
 // error, or rethrows what the kernel threw.
 void run_grid(const LaunchSpec& spec, KernelBody body);

@@ -112,67 +112,104 @@ GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
     }
 }
 
+namespace {
+// The row kernels over n rows of d elements against the cpu kernels; row `inf` is all -inf
+// for softmax and cross-entropy (NaN as on the cpu), row 2 of the cross-entropy ignored.
+void check_softmax_rows(Device device, DType dtype, int64_t n, int64_t d, int64_t inf) {
+  Tensor x = random_tensor({n, d}, dtype, 21, -4, 4), dy = random_tensor({n, d}, dtype, 22);
+  Tensor xinf = random_tensor({n, d}, dtype, 21, -4, 4);
+  for (int64_t j = 0; j < d; ++j) store(xinf, inf * d + j, -INFINITY);
+  for (bool log : {false, true}) {
+    Tensor want = empty({n, d}, dtype), got = empty({n, d}, dtype, device);
+    cpu_kernels().softmax(want, xinf, 1, log);
+    kernels_of(device).softmax(got, mirror(xinf, device), 1, log);
+    expect_close(got, want, loose(dtype), log ? "log_softmax" : "softmax");
+    cpu_kernels().softmax(want, x, 1, log);
+    Tensor dwant = empty({n, d}, dtype), dgot = empty({n, d}, dtype, device);
+    cpu_kernels().softmax_backward(dwant, dy, want, 1, log);
+    kernels_of(device).softmax_backward(dgot, mirror(dy, device), mirror(want, device), 1, log);
+    expect_close(dgot, dwant, loose(dtype), log ? "log_softmax_backward" : "softmax_backward");
+  }
+}
+
+void check_layernorm_rows(Device device, DType dtype, int64_t n, int64_t d) {
+  Tensor x = random_tensor({n, d}, dtype, 21, -4, 4), dy = random_tensor({n, d}, dtype, 22);
+  DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
+  Tensor w = random_tensor({d}, dtype, 23), b = random_tensor({d}, dtype, 24);
+  Tensor out = empty({n, d}, dtype), mean = empty({n}, sdt), rstd = empty({n}, sdt);
+  cpu_kernels().layernorm(out, mean, rstd, x, w, b, 1e-5);
+  Tensor gout = empty({n, d}, dtype, device), gmean = empty({n}, sdt, device),
+         grstd = empty({n}, sdt, device);
+  kernels_of(device).layernorm(gout, gmean, grstd, mirror(x, device), mirror(w, device),
+                               mirror(b, device), 1e-5);
+  expect_close(gout, out, loose(dtype), "layernorm out");
+  expect_close(gmean, mean, 1e-5, "layernorm mean");
+  expect_close(grstd, rstd, 1e-5, "layernorm rstd");
+  Tensor dx = empty({n, d}, dtype), gdx = empty({n, d}, dtype, device);
+  cpu_kernels().layernorm_backward(dx, Tensor(), Tensor(), dy, x, mean, rstd, w);
+  kernels_of(device).layernorm_backward(gdx, Tensor(), Tensor(), mirror(dy, device),
+                                        mirror(x, device), mirror(mean, device),
+                                        mirror(rstd, device), mirror(w, device));
+  expect_close(gdx, dx, dtype == DType::f32 ? 1e-3 : -1, "layernorm dx");
+}
+
+void check_cross_entropy_rows(Device device, DType dtype, int64_t n, int64_t d, int64_t inf) {
+  Tensor xinf = random_tensor({n, d}, dtype, 21, -4, 4);
+  for (int64_t j = 0; j < d; ++j) store(xinf, inf * d + j, -INFINITY);
+  Tensor targets = random_tensor({n}, DType::i64, 25, 0, double(d - 1));
+  if (n > 2) store(targets, 2, -100);  // ignored row
+  Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
+  cpu_kernels().cross_entropy(loss, xinf, targets, -100);
+  Tensor dl = mirror(xinf, device), dt = mirror(targets, device);
+  kernels_of(device).cross_entropy(gloss, dl, dt, -100);
+  expect_close(gloss, loss, loose(dtype), "cross_entropy");
+  Tensor dloss = random_tensor({n}, dtype, 26);
+  Tensor dlogits = empty({n, d}, dtype), gdlogits = empty({n, d}, dtype, device);
+  cpu_kernels().cross_entropy_backward(dlogits, xinf, targets, dloss, -100);
+  kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
+  expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+}
+}  // namespace
+
 // Every launch shape of the row kernels (kernels/cuda/row_group.cuh): a warp per row with
 // 1, 2 and 32 slots per lane (D = 1, 31..33, 1024), a block per row with the row in
-// registers (1025, 5000) or re-read (9000 > 8192 f32 / 4096 f64 elements); 5 rows (not a
-// multiple of the 4 rows of a warp-shape block), row 3 all -inf (NaN as on the cpu).
+// registers (1025, 5000) or in shared memory (9000 > 8192 f32 / 4096 f64 elements); 5 rows
+// (not a multiple of the 4 rows of a warp-shape block), row 3 all -inf.
 GPU_KERNEL_TEST(row_kernels_match_cpu_at_every_shape_crossover) {
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
     for (int64_t d : {1, 31, 32, 33, 1024, 1025, 5000, 9000}) {
       INFO("D ", d);
-      const int64_t n = 5;
-      Tensor x = random_tensor({n, d}, dtype, 21, -4, 4), dy = random_tensor({n, d}, dtype, 22);
-      Tensor xinf = random_tensor({n, d}, dtype, 21, -4, 4);
-      for (int64_t j = 0; j < d; ++j) store(xinf, 3 * d + j, -INFINITY);
-      for (bool log : {false, true}) {
-        Tensor want = empty({n, d}, dtype), got = empty({n, d}, dtype, device);
-        cpu_kernels().softmax(want, xinf, 1, log);
-        kernels_of(device).softmax(got, mirror(xinf, device), 1, log);
-        expect_close(got, want, loose(dtype), log ? "log_softmax" : "softmax");
-        cpu_kernels().softmax(want, x, 1, log);
-        Tensor dwant = empty({n, d}, dtype), dgot = empty({n, d}, dtype, device);
-        cpu_kernels().softmax_backward(dwant, dy, want, 1, log);
-        kernels_of(device).softmax_backward(dgot, mirror(dy, device), mirror(want, device), 1, log);
-        expect_close(dgot, dwant, loose(dtype), "softmax_backward");
-      }
-      DType sdt = dtype == DType::f64 ? DType::f64 : DType::f32;
-      Tensor w = random_tensor({d}, dtype, 23), b = random_tensor({d}, dtype, 24);
-      Tensor out = empty({n, d}, dtype), mean = empty({n}, sdt), rstd = empty({n}, sdt);
-      cpu_kernels().layernorm(out, mean, rstd, x, w, b, 1e-5);
-      Tensor gout = empty({n, d}, dtype, device), gmean = empty({n}, sdt, device),
-             grstd = empty({n}, sdt, device);
-      kernels_of(device).layernorm(gout, gmean, grstd, mirror(x, device), mirror(w, device),
-                                   mirror(b, device), 1e-5);
-      expect_close(gout, out, loose(dtype), "layernorm out");
-      expect_close(gmean, mean, 1e-5, "layernorm mean");
-      expect_close(grstd, rstd, 1e-5, "layernorm rstd");
-      Tensor dx = empty({n, d}, dtype), gdx = empty({n, d}, dtype, device);
-      cpu_kernels().layernorm_backward(dx, Tensor(), Tensor(), dy, x, mean, rstd, w);
-      kernels_of(device).layernorm_backward(gdx, Tensor(), Tensor(), mirror(dy, device),
-                                            mirror(x, device), mirror(mean, device),
-                                            mirror(rstd, device), mirror(w, device));
-      expect_close(gdx, dx, dtype == DType::f32 ? 1e-3 : -1, "layernorm dx");
+      check_softmax_rows(device, dtype, 5, d, 3);
+      check_layernorm_rows(device, dtype, 5, d);
+      check_cross_entropy_rows(device, dtype, 5, d, 3);
+    }
+}
 
-      Tensor targets = random_tensor({n}, DType::i64, 25, 0, double(d - 1));
-      store(targets, 2, -100);  // ignored row
-      Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
-      cpu_kernels().cross_entropy(loss, xinf, targets, -100);
-      Tensor dl = mirror(xinf, device), dt = mirror(targets, device);
-      kernels_of(device).cross_entropy(gloss, dl, dt, -100);
-      expect_close(gloss, loss, loose(dtype), "cross_entropy");
-      Tensor dloss = random_tensor({n}, dtype, 26);
-      Tensor dlogits = empty({n, d}, dtype), gdlogits = empty({n, d}, dtype, device);
-      cpu_kernels().cross_entropy_backward(dlogits, xinf, targets, dloss, -100);
-      kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
-      expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+// Rows past a block's registers: the last register shape (8192 f32, 4096 f64) and the first
+// shared-memory one, a row in opt-in dynamic shared memory (50257: GPT-2's vocabulary;
+// 20000 f64), where the backwards fit only one of their two rows (f32 50257, f64 20000,
+// bf16 60000: dy cached, the other re-read) or both (bf16 50257), and rows past the
+// device's 227 KiB (60000 f32, 30000 f64: re-read). 2 rows, row 1 all -inf.
+GPU_KERNEL_TEST(row_kernels_match_cpu_past_the_registers) {
+  const std::vector<std::pair<DType, std::vector<int64_t>>> cases = {
+      {DType::f32, {8192, 8193, 50257, 60000}},
+      {DType::f64, {4096, 4097, 20000, 30000}},
+      {DType::bf16, {8193, 50257, 60000}}};
+  for (const auto& [dtype, ds] : cases)
+    for (int64_t d : ds) {
+      INFO(dtype, " D ", d);
+      check_softmax_rows(device, dtype, 2, d, 1);
+      check_layernorm_rows(device, dtype, 2, d);
+      check_cross_entropy_rows(device, dtype, 2, d, 1);
     }
 }
 
 // A bad target costs no sync at the launch: the error is thrown, naming the op and the
-// value, at the next synchronization (reading a result), once; in both launch shapes (a warp
-// per row, a block per row), forward and backward.
+// value, at the next synchronization (reading a result), once; in every launch shape (a
+// warp per row, a block per row, the backward's row in shared memory), forward and backward.
 GPU_KERNEL_TEST(cross_entropy_reports_a_bad_target_at_the_next_sync) {
-  for (int64_t c : {5, 2000}) {
+  for (int64_t c : {5, 2000, 50257}) {  // a warp, a block, a block with shared memory
+    INFO("C ", c);
     Tensor logits = mirror(random_tensor({3, c}, DType::f32, 1), device);
     Tensor targets = random_tensor({3}, DType::i32, 2, 0, double(c - 1));
     store(targets, 1, double(c));

@@ -53,6 +53,14 @@ __global__ void half_barrier(int* out) {
   out[threadIdx.x] = 1;
 }
 
+// Fills `words` ints of dynamic shared memory, then each thread reads a word another wrote.
+__global__ void touch_dynamic_shared(int* out, int words) {
+  RG_DYNAMIC_SHARED(int, buf);
+  for (int i = int(threadIdx.x); i < words; i += int(blockDim.x)) buf[i] = i;
+  __syncthreads();
+  out[threadIdx.x] = buf[words - 1 - int(threadIdx.x)];
+}
+
 __global__ void write_ids(int* out) {
   unsigned id = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   out[blockIdx.x * blockDim.x * blockDim.y * blockDim.z + id] =
@@ -180,6 +188,38 @@ TEST_CASE("sim: launch limits throw naming the kernel") {
   rg::set_max_shared_bytes(96 * 1024);  // a raised limit (as with CUDA's opt-in) is honoured
   launch(write_ids, config("more_shared", 1, 32, 64 * 1024), out.data());
   rg::set_max_shared_bytes(48 * 1024);
+}
+
+TEST_CASE("sim: opt-in dynamic shared memory, per kernel, up to the device's 227 KiB") {
+  const size_t optin = rg::sim::kMaxSharedBytesOptin;
+  const int words = int(optin / sizeof(int));
+  const void* entry = reinterpret_cast<const void*>(touch_dynamic_shared);
+  std::vector<int> out(32, -1);
+  CHECK(rg::sim::max_shared_bytes_optin() == 227 * 1024);
+  CHECK(rg::sim::max_dynamic_shared(entry) == 48 * 1024);
+  // Without the attribute a launch gets the default 48 KiB, as on CUDA.
+  CHECK_THROWS_WITH_AS(
+      launch(touch_dynamic_shared, config("no_attribute", 1, 32, optin), out.data(), words),
+      doctest::Contains("cudaFuncSetAttribute"), rg::Error);
+  LaunchConfig c = config("opt_in", 1, 32, optin);
+  c.opt_in_shared = true;  // launch() sets the attribute
+  launch(touch_dynamic_shared, c, out.data(), words);
+  CHECK(out[0] == words - 1);
+  CHECK(out[31] == words - 32);
+  CHECK(rg::sim::max_dynamic_shared(entry) == optin);
+  // The attribute stays with the kernel; other kernels keep the default.
+  launch(touch_dynamic_shared, config("after_opt_in", 1, 32, optin), out.data(), words);
+  CHECK(rg::sim::max_dynamic_shared(reinterpret_cast<const void*>(write_ids)) == 48 * 1024);
+  c.shared_bytes = optin + 1;
+  CHECK_THROWS_WITH_AS(launch(touch_dynamic_shared, c, out.data(), words),
+                       doctest::Contains(std::to_string(optin).c_str()), rg::Error);
+  CHECK_THROWS_WITH_AS(rg::sim::set_max_dynamic_shared(entry, optin + 1),
+                       doctest::Contains("opt-in limit"), rg::Error);
+  rg::sim::set_max_dynamic_shared(entry, 64 * 1024);  // an explicit, smaller attribute
+  CHECK_THROWS_AS(
+      launch(touch_dynamic_shared, config("lowered", 1, 32, 64 * 1024 + 4), out.data(), words),
+      rg::Error);
+  rg::sim::set_max_dynamic_shared(entry, optin);
 }
 
 TEST_CASE("sim: a kernel promising no sync that calls __syncthreads throws") {

@@ -2,9 +2,10 @@
 // in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
 // against a raw cuBLAS call on the same handle (4096^3 on cuda). On sim (no GPU) sizes are
 // tiny and the run only proves every kernel launches: sim figures mean nothing.
-// Each row has a floor (issue 14): elementwise, copy, fill and AdamW at >= 0.7x memcpy, the
-// row kernels, reductions and random at >= 0.5x, matmul at >= 0.9x raw cuBLAS. On cuda a row
-// below its floor makes the bench exit 1 (bench/gpu_check.sh relies on it); on sim the floors
+// Each row has a floor (issue 14): elementwise, where, copy, fill, AdamW (one tensor and
+// multi-tensor) and the clip scale at >= 0.7x memcpy; the row kernels, reductions (the
+// gradient norm's too), embedding and random at >= 0.5x; matmul at >= 0.9x raw cuBLAS. On cuda a
+// row below its floor makes the bench exit 1 (bench/gpu_check.sh relies on it); on sim the floors
 // are printed, not enforced.
 // --sim-check (a -Dsim_check=enabled build): instead of timings, each kernel's memory
 // traffic on sim and its predicted H200 time (bench/kernels_sim_check.cpp).
@@ -128,6 +129,56 @@ void long_row_reports(const Report& report, Device device, int64_t n, const Tens
          [&] { k.cross_entropy_backward(dv, av, tv, lv, -100); });
 }
 
+// n elements of `flat` as 48 contiguous views shaped like a GPT's parameters: 24 matrices
+// and 24 small vectors (biases, layernorms) of 1024.
+std::vector<Tensor> parameter_like_views(const Tensor& flat, int64_t n) {
+  const int64_t small = 1024, large = n / 24 - small;
+  std::vector<Tensor> views;
+  int64_t at = 0;
+  for (int i = 0; i < 24; ++i) {
+    views.push_back(make_view(flat, {large}, {1}, at));
+    views.push_back(make_view(flat, {small}, {1}, at + large));
+    at += large + small;
+  }
+  return views;
+}
+
+// The kernels a training step runs besides the elementwise and row kernels: where, a full
+// sum, embedding, layernorm's whole backward (dx, dweight, dbias), and the optimizer's
+// multi-tensor kernels over a GPT-like parameter list (24 matrices, 24 vectors).
+void model_kernel_reports(const Report& report, Device device, int64_t n, const Tensor& a,
+                          const Tensor& out, const Tensor& m, const Tensor& v) {
+  const KernelTable& k = kernel_table(device.type);
+  const double fs = kStreamingFloor, fr = kRowFloor;
+  const int64_t rows = n / 1024, cols = 1024;
+  Tensor cond = filled({n}, DType::b8, device, 1.0);
+  report("where", n * 13.0, fs, [&] { k.where(out, cond, a, m); });
+  Tensor total = empty({1}, DType::f32, device);
+  report("reduce sum, all", n * 4.0, fr, [&] { k.reduce(ReduceOp::sum, total, a, {0}); });
+  Tensor ids = empty({rows}, DType::i64);
+  for (int64_t r = 0; r < rows; ++r) ids.data<int64_t>()[r] = (r * 7) % rows;  // a permutation
+  Tensor idx = ids.to(device), a2 = make_view(a, {rows, cols}, {cols, 1}, 0),
+         out2 = make_view(out, {rows, cols}, {cols, 1}, 0);
+  report("embedding rows of 1024", 2.0 * n * 4 + rows * 8.0, fr,
+         [&] { k.embedding(out2, a2, idx); });
+  Tensor dy = make_view(m, {rows, cols}, {cols, 1}, 0), w = filled({cols}, DType::f32, device, 1),
+         dw = empty({cols}, DType::f32, device), db = empty({cols}, DType::f32, device);
+  Tensor mean = filled({rows}, DType::f32, device, 0), rstd = filled({rows}, DType::f32, device, 1);
+  report("layernorm bwd dx+dw+db, 1024", 3.0 * n * 4 + rows * 8.0 + cols * 12.0, fr,
+         [&] { k.layernorm_backward(out2, dw, db, dy, a2, mean, rstd, w); });
+  std::vector<AdamWTensors> sets;
+  const auto ps = parameter_like_views(out, n), gs = parameter_like_views(a, n),
+             ms = parameter_like_views(m, n), vs = parameter_like_views(v, n);
+  int64_t listed = 0;
+  for (size_t i = 0; i < ps.size(); ++i)
+    sets.push_back({ps[i], gs[i], ms[i], vs[i]}), listed += ps[i].numel();
+  AdamWArgs adamw{1e-3, 0.9, 0.999, 1e-8, 0.1, 1};
+  report("adamw_multi, 48 tensors", 7.0 * listed * 4, fs, [&] { k.adamw_multi(sets, adamw, 1.0); });
+  Tensor sums = empty({int64_t(gs.size())}, DType::f64, device);
+  report("sum_squares_multi, 48", listed * 4.0, fr, [&] { k.sum_squares_multi(sums, gs); });
+  report("scale_multi, 48 tensors", 2.0 * listed * 4, fs, [&] { k.scale_multi(gs, 1.0); });
+}
+
 // Each memory-bound kernel on n f32 elements (rows of 1024 where it has rows), in GB/s
 // against a device memcpy of the same tensor; with sim_check, each kernel's traffic instead.
 void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
@@ -193,6 +244,7 @@ void memory_bound_table(Device device, int64_t n, int iters, bool sim_check) {
   long_row_reports(report, device, n, a, out, m);
   report("random normal", n * 4.0, fr, [&] { k.random(out, RandomKind::normal, 1, 0); });
   report("adamw", 7.0 * n * 4, fs, [&] { k.adamw(out, a, m, v, adamw); });
+  model_kernel_reports(report, device, n, a, out, m, v);
   if (sim_check) bench::sim_check_footer();
 }
 

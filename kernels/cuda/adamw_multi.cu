@@ -34,6 +34,29 @@ struct alignas(16) Vec16 {
   T v[kN];
 };
 
+// One 16-byte load or store. On sim, element by element through volatile: clang copies a
+// vector whose address escapes (into adamw_element) with a memcpy that sim-check's
+// load/store hooks never see, which hid the vector path from memcheck and the metrics.
+template <typename T>
+__device__ inline Vec16<T> load16(const T* p) {
+#if RG_SIM
+  Vec16<T> r;
+  for (int k = 0; k < Vec16<T>::kN; ++k) r.v[k] = static_cast<const volatile T*>(p)[k];
+  return r;
+#else
+  return *reinterpret_cast<const Vec16<T>*>(p);
+#endif
+}
+
+template <typename T>
+__device__ inline void store16(T* p, const Vec16<T>& r) {
+#if RG_SIM
+  for (int k = 0; k < Vec16<T>::kN; ++k) static_cast<volatile T*>(p)[k] = r.v[k];
+#else
+  *reinterpret_cast<Vec16<T>*>(p) = r;
+#endif
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     adamw_multi_kernel(TensorBatch<4> batch, AdamWScalars<T> s) {
@@ -48,15 +71,13 @@ __global__ void __launch_bounds__(kThreads)
   int64_t i = 0;
   if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
     for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
-      Vec16<T> pv = *reinterpret_cast<Vec16<T>*>(p + j);
-      const Vec16<T> gv = *reinterpret_cast<const Vec16<T>*>(g + j);
-      Vec16<T> mv = *reinterpret_cast<Vec16<T>*>(m + j);
-      Vec16<T> vv = *reinterpret_cast<Vec16<T>*>(v + j);
+      Vec16<T> pv = load16(p + j), mv = load16(m + j), vv = load16(v + j);
+      const Vec16<T> gv = load16(g + j);
       RG_UNROLL
       for (int k = 0; k < kN; ++k) adamw_element(pv.v[k], gv.v[k], mv.v[k], vv.v[k], s);
-      *reinterpret_cast<Vec16<T>*>(p + j) = pv;
-      *reinterpret_cast<Vec16<T>*>(m + j) = mv;
-      *reinterpret_cast<Vec16<T>*>(v + j) = vv;
+      store16(p + j, pv);
+      store16(m + j, mv);
+      store16(v + j, vv);
     }
     i = n / kN * kN;  // the tail, below
   }

@@ -14,6 +14,7 @@
 // Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
 #pragma once
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
@@ -31,6 +32,10 @@ struct OffsetCalc {
   int64_t strides[kMaxDims][N];  // [dim][operand], in elements
 
   RG_HD void offsets(int64_t linear, int64_t* off) const {
+    if (ndim == 1) {  // one dim after merging (most reductions): no division
+      for (int k = 0; k < N; ++k) off[k] = linear * strides[0][k];
+      return;
+    }
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = ndim - 1; d >= 0; --d) {
       int64_t i = linear % sizes[d];
@@ -48,6 +53,10 @@ struct OffsetCalc32 {
   uint32_t strides[kMaxDims][N];
 
   RG_HD void offsets(uint32_t linear, uint32_t* off) const {
+    if (ndim == 1) {
+      for (int k = 0; k < N; ++k) off[k] = linear * strides[0][k];
+      return;
+    }
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = ndim - 1; d >= 0; --d) {
       uint32_t i;
@@ -125,9 +134,11 @@ constexpr int vec_width() {
   return widest >= 16 ? 1 : int(16 / widest);
 }
 
+// V elements as one 16-byte (or smaller) access. bool travels as bytes: clang copies an
+// aggregate of 16 bools with a memcpy, which sim-check's load/store hooks do not see.
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Vec {
-  T v[V];
+  std::conditional_t<std::is_same_v<T, bool>, uint8_t, T> v[V];
 };
 
 // How the contiguous path splits n elements: `head` scalar elements first (0 when every
@@ -161,7 +172,12 @@ __global__ void __launch_bounds__(kElementwiseBlock)
     Vec<Out, V> r;
     RG_UNROLL
     for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in + base)->v[j]...);
-    *reinterpret_cast<Vec<Out, V>*>(out + base) = r;
+#if RG_SIM  // 16 one-byte stores of one value become a memset, which sim-check cannot see
+    if constexpr (sizeof(Out) == 1) {
+      for (int j = 0; j < V; ++j) static_cast<volatile Out*>(out + base)[j] = Out(r.v[j]);
+    } else
+#endif
+      *reinterpret_cast<Vec<Out, V>*>(out + base) = r;
   } else {
     RG_UNROLL
     for (int j = 0; j < V; ++j)

@@ -213,6 +213,49 @@ GPU_KERNEL_TEST(copy_converts_every_dtype_pair) {
   }
 }
 
+// Transposing copies (the shared-memory tile path) at odd sizes, with batch dims around the
+// plane, a converting dtype pair, an output strided outside its innermost dim, and planes too
+// thin for tiles (the elementwise path).
+GPU_KERNEL_TEST(copy_transposes_through_tiles) {
+  struct Case {
+    Shape base;             // the contiguous source
+    std::vector<int> perm;  // out[i...] = base permuted
+  };
+  const Case cases[] = {{{70, 37}, {1, 0}},
+                        {{3, 37, 70}, {0, 2, 1}},
+                        {{5, 33, 4, 9}, {0, 3, 2, 1}},
+                        {{2, 9, 3, 40}, {3, 1, 0, 2}},
+                        {{64, 8}, {1, 0}},
+                        {{100, 4, 40}, {0, 2, 1}}};
+  for (const Case& c : cases) {
+    for (auto [from, to] : {std::pair{DType::f32, DType::f32}, std::pair{DType::f32, DType::bf16},
+                            std::pair{DType::f64, DType::f64}}) {
+      Tensor base = random_tensor(c.base, from, 31);
+      Shape shape;
+      Strides strides;
+      for (int d : c.perm) shape.push_back(c.base[d]), strides.push_back(base.stride(d));
+      Tensor in = make_view(base, shape, strides, 0);
+      Tensor want = empty(shape, to);
+      cpu_kernels().copy(want, in);
+      Tensor got = empty(shape, to, device);
+      kernels_of(device).copy(got, make_view(mirror(base, device), shape, strides, 0));
+      expect_close(got, want, 0, str(shape_str(c.base), " permuted, ", from, " -> ", to));
+    }
+  }
+  // out strided outside its innermost dim: every second row of a [2 * 37, 70] buffer
+  Tensor base = random_tensor({70, 37}, DType::f32, 32);
+  Tensor in = make_view(base, {37, 70}, {1, 37}, 0);
+  Tensor want = empty({37, 70});
+  cpu_kernels().copy(want, in);
+  Tensor buffer = empty({74, 70}, DType::f32, device);
+  kernels_of(device).fill(buffer, -1.0);
+  Tensor got = make_view(buffer, {37, 70}, {140, 1}, 0);
+  kernels_of(device).copy(got, make_view(mirror(base, device), {37, 70}, {1, 37}, 0));
+  expect_close(got, want, 0, "strided output");
+  std::vector<double> all = values(buffer);
+  for (int64_t r = 1; r < 74; r += 2) CHECK(all[r * 70] == -1.0);  // odd rows untouched
+}
+
 GPU_KERNEL_TEST(copy_into_a_strided_output) {
   Tensor in = random_tensor({4, 1025}, DType::f32, 3);
   Tensor out_base = random_tensor({1025, 4}, DType::f32, 4);

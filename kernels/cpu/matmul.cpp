@@ -25,6 +25,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/eigen_threads.h"
 #include "kernels/cpu/tensor_utils.h"
+#include "kernels/linear_shapes.h"
 
 namespace rg::cpu {
 namespace {
@@ -173,13 +174,7 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
 // out [M,N] = x [M,K] @ weight [N,K]^T + bias: the batched GEMM with one batch, weight^T
 // read in place as a column-major [K,N] view, the bias rows as the accumulator's start.
 void linear(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  RG_DEBUG_ASSERT(
-      out.dim() == 2 && x.dim() == 2 && weight.dim() == 2 && out.is_contiguous() &&
-          x.size(0) == out.size(0) && weight.size(0) == out.size(1) &&
-          x.size(1) == weight.size(1) &&
-          (!bias.defined() || (bias.dim() == 1 && bias.size(0) == out.size(1))),
-      "linear: kernel expects out [M,N] contiguous, x [M,K], weight [N,K], bias [N]; got ",
-      shape_str(out.shape()), ", ", shape_str(x.shape()), ", ", shape_str(weight.shape()));
+  debug_check_linear_shapes(out, x, weight, bias);
   const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
   Tensor out3 = make_view(out, {1, m, n}, {m * n, n, 1}, out.offset());
   Tensor x3 = make_view(x, {1, m, k}, {0, x.stride(0), x.stride(1)}, x.offset());

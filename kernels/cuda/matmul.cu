@@ -12,6 +12,7 @@
 // algorithm cuBLASLt does not offer, and K = 0 write the bias into out and run the cuBLAS
 // GEMM with beta = 1 instead: the same result with one extra write of out.
 #include "kernels/cuda/common.cuh"
+#include "kernels/linear_shapes.h"
 #if RG_SIM
 #include "kernels/sim/cublas_shim.h"
 #else
@@ -237,13 +238,7 @@ void linear_by_prefill(const Tensor& out, const Tensor& x, const Tensor& wt, con
 
 void run_linear(const Tensor& out, const Tensor& x_in, const Tensor& weight,
                 const Tensor& bias_in) {
-  RG_DEBUG_ASSERT(
-      out.dim() == 2 && x_in.dim() == 2 && weight.dim() == 2 && out.is_contiguous() &&
-          x_in.size(0) == out.size(0) && weight.size(0) == out.size(1) &&
-          x_in.size(1) == weight.size(1) &&
-          (!bias_in.defined() || (bias_in.dim() == 1 && bias_in.size(0) == out.size(1))),
-      "linear: kernel expects out [M,N] contiguous, x [M,K], weight [N,K], bias [N]; got ",
-      shape_str(out.shape()), ", ", shape_str(x_in.shape()), ", ", shape_str(weight.shape()));
+  debug_check_linear_shapes(out, x_in, weight, bias_in);
   const int64_t m = out.size(0), n = out.size(1), k = x_in.size(1);
   if (out.numel() == 0) return;
   RG_CHECK(m < (int64_t(1) << 31) && n < (int64_t(1) << 31) && k < (int64_t(1) << 31),

@@ -149,6 +149,10 @@ struct AdamWTensors {
   X(reduce, void, (ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<int64_t>& dims)) \
   /* out[b] = a[b] @ b[b]; a [B,M,K], b [B,K,N], out [B,M,N] contiguous; a/b any strides */  \
   X(matmul, void, (const Tensor& out, const Tensor& a, const Tensor& b))                      \
+  /* out [M,N] = x [M,K] @ weight [N,K]^T + bias [N] (contiguous; undefined: no bias), */   \
+  /* out contiguous, x and weight any strides; the bias is added in the GEMM's epilogue */    \
+  X(linear, void, (const Tensor& out, const Tensor& x, const Tensor& weight,                 \
+                   const Tensor& bias))                                                       \
   /* softmax or log_softmax along `dim`; in and out contiguous */                             \
   X(softmax, void, (const Tensor& out, const Tensor& in, int64_t dim, bool log))              \
   /* grad_in from grad_out and the forward output y */                                        \

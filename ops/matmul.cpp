@@ -2,6 +2,8 @@
 // batch dims broadcast. Batched inputs are flattened to [B, M, K] @ [B, K, N] and handed
 // to the device GEMM kernel, which takes transposed views without copying.
 // Derivatives: dA = dC @ B^T, dB = A^T @ dC, summed over broadcast batch dims.
+// linear(x, weight, bias) is one kernel (the bias added in the GEMM's epilogue) and one node,
+// x's leading dims flattened into the GEMM's rows.
 #include "kernels/builtin.h"
 #include "ops/autocast.h"
 #include "ops/ops.h"
@@ -114,17 +116,92 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return matmul_nd(a, b);
 }
 
-Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
-  const Tensor x = autocast(AutocastOp::linear, x_in);
-  const Tensor weight = autocast(AutocastOp::linear, weight_in);
-  const Tensor bias = autocast(AutocastOp::linear, bias_in);
+namespace {
+
+// d(linear), x's leading dims flattened into M rows: dx = dy @ W, dW = dy^T @ x (transposed
+// views by stride, no copies), db = dy summed over the rows.
+struct LinearDerivative {
+  SavedTensor x, weight;
+  Shape x_shape;
+  bool need_x, need_weight, need_bias, has_bias;
+  std::vector<Tensor> operator()(const Tensor& grad) const {
+    const int64_t N = grad.size(-1), K = x_shape.back();
+    const int64_t M = numel_of(Shape(x_shape.begin(), x_shape.end() - 1));
+    const Tensor dy = grad.dim() == 2 ? grad : reshape(grad, {M, N});
+    std::vector<Tensor> grads(has_bias ? 3 : 2);
+    if (need_x) grads[0] = reshape(matmul(dy, weight.get()), x_shape);
+    if (need_weight) grads[1] = weight_gradient(dy, M, N, K);
+    if (need_bias) grads[2] = sum(dy, {0});
+    return grads;
+  }
+  // dW = dy^T @ x. 2-D: one GEMM. More dims: one product per leading index [N,T] @ [T,K],
+  // summed over them by the reduce kernel (in double), as matmul's derivative does: k
+  // micro-batches then make the same per-sequence products as one batch, and f32 gradient
+  // accumulation stays within 1e-5 of one batch (one GEMM over all B*T rows: 2e-5).
+  Tensor weight_gradient(const Tensor& dy, int64_t M, int64_t N, int64_t K) const {
+    const int64_t T = x_shape[x_shape.size() - 2];
+    if (x_shape.size() == 2 || T == 0) return matmul(transpose(dy, 0, 1), reshape(x.get(), {M, K}));
+    const Tensor x3 = reshape(x.get(), {M / T, T, K}), dy3 = reshape(dy, {M / T, T, N});
+    return sum(matmul(transpose(dy3, 1, 2), x3), {0});
+  }
+};
+
+// out [M,N] = x2 [M,K] @ weight^T + bias by the device's fused linear kernel; x2 detached.
+Tensor linear_forward(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  NoGradGuard no_grad;
+  Tensor out = empty({x2.size(0), weight.size(0)}, x2.dtype(), x2.device());
+  if (out.numel() == 0) return out;
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+  RG_KERNEL(x2.device(), linear)(out, x2, weight.detach(), b);
+  return out;
+}
+
+void check_linear_operands(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined("linear", x, "input");
+  check_defined("linear", weight, "weight");
+  check_same_device("linear", x, weight);
   RG_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out, in], got shape ",
            shape_str(weight.shape()));
   RG_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ",
            shape_str(x.shape()), " does not match weight of shape ", shape_str(weight.shape()),
            " (", x.dim() ? x.size(-1) : 0, " != ", weight.size(1), ")");
-  Tensor y = matmul(x, weight.t());
-  return bias.defined() ? add(y, bias) : y;
+  RG_CHECK(x.dtype() == weight.dtype() && is_floating(x.dtype()),
+           "linear: expected floating-point input and weight of one dtype, got ", x.dtype(),
+           " and ", weight.dtype());
+  if (!bias.defined()) return;
+  check_same_device("linear", x, bias);
+  RG_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: bias must have shape [",
+           weight.size(0), "] (the weight's out dim) for weight of shape ",
+           shape_str(weight.shape()), ", got bias of shape ", shape_str(bias.shape()));
+  RG_CHECK(bias.dtype() == x.dtype(), "linear: bias dtype ", bias.dtype(),
+           " differs from the input's ", x.dtype());
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  const Tensor x = autocast(AutocastOp::linear, x_in);
+  const Tensor weight = autocast(AutocastOp::linear, weight_in);
+  const Tensor bias = autocast(AutocastOp::linear, bias_in);
+  check_linear_operands(x, weight, bias);
+  // Leading dims that do not merge into the GEMM's rows by stride: the composed form.
+  if (x.dim() < 2 || !leading_dims_merge(x, x.dim() - 1)) {
+    Tensor y = matmul(x, weight.t());
+    return bias.defined() ? add(y, bias) : y;
+  }
+  const int64_t K = x.size(-1), M = numel_of(Shape(x.shape().begin(), x.shape().end() - 1));
+  Tensor x2 = x.dim() == 2 ? x.detach() : reshape(x.detach(), {M, K});
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  out_shape.push_back(weight.size(0));
+  Tensor out = view(linear_forward(x2, weight, bias), out_shape);
+  std::vector<Tensor> inputs = {x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  if (!needs_grad(inputs)) return out;
+  record("linear", out, inputs,
+         LinearDerivative{SavedTensor(x, "linear"), SavedTensor(weight, "linear"), x.shape(),
+                          x.requires_grad(), weight.requires_grad(),
+                          bias.defined() && bias.requires_grad(), bias.defined()});
+  return out;
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return rg::matmul(*this, other); }

@@ -6,6 +6,10 @@
 // run by rg::parallel_for, each a single-threaded Eigen GEMM (Eigen's own OpenMP GEMM
 // busy-waits on its other threads, which costs whole scheduler slices when another process
 // shares a core). bf16 computes in f32.
+// linear: out [M,N] = x [M,K] @ weight^T + bias, the same GEMM tasks with the bias as the
+// epilogue: each block of output rows starts as the broadcast bias (or zero) and the product
+// is accumulated into it (Eigen's `noalias() +=`), instead of Eigen zeroing the block and a
+// separate add pass reading and writing the whole output again.
 #include <algorithm>
 
 #pragma GCC diagnostic push
@@ -21,6 +25,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/eigen_threads.h"
 #include "kernels/cpu/tensor_utils.h"
+#include "kernels/linear_shapes.h"
 
 namespace rg::cpu {
 namespace {
@@ -53,40 +58,51 @@ bool slice_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Slic
   return false;
 }
 
+// c = a @ b, or c += a @ b when `accumulate` (c then holds the bias rows).
 template <typename T, int OrderA, int OrderB>
-void gemm(T* c, const T* a, const T* b, int64_t m, int64_t k, int64_t n, int64_t lda, int64_t ldb) {
+void gemm(T* c, const T* a, const T* b, int64_t m, int64_t k, int64_t n, int64_t lda, int64_t ldb,
+          bool accumulate) {
   OutMap<T> cm(c, m, n);
   MatrixMap<T, OrderA> am(a, m, k, Eigen::OuterStride<>(lda));
   MatrixMap<T, OrderB> bm(b, k, n, Eigen::OuterStride<>(ldb));
-  cm.noalias() = am * bm;
+  if (accumulate)
+    cm.noalias() += am * bm;
+  else
+    cm.noalias() = am * bm;
 }
 
+// c [m,n] = a @ b; with a bias (linear), c = bias rows + a @ b.
 template <typename T>
 void gemm_any(T* c, const T* a, SliceLayout la, const T* b, SliceLayout lb, int64_t m, int64_t k,
-              int64_t n) {
+              int64_t n, const T* bias) {
   if (m == 0 || n == 0) return;
+  if (bias)
+    for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * n);
   if (k == 0) {
-    std::fill(c, c + m * n, T(0));
+    if (!bias) std::fill(c, c + m * n, T(0));
     return;
   }
   constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
   int64_t lda = la.outer_stride, ldb = lb.outer_stride;
+  const bool acc = bias != nullptr;
   if (la.row_major && lb.row_major)
-    gemm<T, R, R>(c, a, b, m, k, n, lda, ldb);
+    gemm<T, R, R>(c, a, b, m, k, n, lda, ldb, acc);
   else if (la.row_major)
-    gemm<T, R, C>(c, a, b, m, k, n, lda, ldb);
+    gemm<T, R, C>(c, a, b, m, k, n, lda, ldb, acc);
   else if (lb.row_major)
-    gemm<T, C, R>(c, a, b, m, k, n, lda, ldb);
+    gemm<T, C, R>(c, a, b, m, k, n, lda, ldb, acc);
   else
-    gemm<T, C, C>(c, a, b, m, k, n, lda, ldb);
+    gemm<T, C, C>(c, a, b, m, k, n, lda, ldb, acc);
 }
 
+// out[b] = a[b] @ b[b] (+ bias [N], contiguous, when defined: linear's epilogue).
 template <typename T>
-void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
+void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
   T* c = out.data<T>();
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
+  const T* pbias = bias.defined() ? bias.data<T>() : nullptr;
   SliceLayout la, lb;
   bool a_ok = slice_layout(m, k, a.stride(1), a.stride(2), &la);
   bool b_ok = slice_layout(k, n, b.stride(1), b.stride(2), &lb);
@@ -115,7 +131,7 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
     const int64_t i = t / blocks, r0 = (t % blocks) * rows_per_task;
     const int64_t rows = std::min(rows_per_task, m - r0);
     const T* a_rows = pa + i * a_batch_stride + r0 * (la.row_major ? la.outer_stride : 1);
-    gemm_any<T>(c + i * m * n + r0 * n, a_rows, la, pb + i * b_batch_stride, lb, rows, k, n);
+    gemm_any<T>(c + i * m * n + r0 * n, a_rows, la, pb + i * b_batch_stride, lb, rows, k, n, pbias);
   };
   const int64_t grain =
       std::max<int64_t>(1, kGemmGrain / std::max<int64_t>(1, rows_per_task * n * k));
@@ -123,6 +139,20 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
   parallel_for(batch * blocks, grain, [&](int64_t begin, int64_t end) {
     EigenSingleThread scope;
     for (int64_t t = begin; t < end; ++t) task(t);
+  });
+}
+
+// The typed GEMM of out's dtype (bf16: in f32, rounded once at the end); bias may be undefined.
+void gemm_dispatch(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  if (out.dtype() == DType::bf16) {
+    Tensor out32 = empty(out.shape(), DType::f32);
+    Tensor bias32 = bias.defined() ? contiguous_as(bias, DType::f32) : Tensor();
+    matmul_typed<float>(out32, contiguous_as(a, DType::f32), contiguous_as(b, DType::f32), bias32);
+    copy_into(out, out32);
+    return;
+  }
+  dispatch_dtype<DTypes::f32_f64>(out.dtype(), "matmul", [&]<typename T>(TypeTag<T>) {
+    matmul_typed<T>(out, a, b, bias.defined() ? contiguous_as(bias, bias.dtype()) : Tensor());
   });
 }
 
@@ -138,14 +168,19 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   RG_DEBUG_ASSERT(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul: dtypes ",
                   a.dtype(), ", ", b.dtype(), " and ", out.dtype(), " differ");
   RG_DEBUG_ASSERT(out.is_contiguous(), "matmul: output must be contiguous");
-  if (out.dtype() == DType::bf16) {
-    Tensor out32 = empty(out.shape(), DType::f32);
-    matmul_typed<float>(out32, contiguous_as(a, DType::f32), contiguous_as(b, DType::f32));
-    copy_into(out, out32);
-    return;
-  }
-  dispatch_dtype<DTypes::f32_f64>(out.dtype(), "matmul",
-                                  [&]<typename T>(TypeTag<T>) { matmul_typed<T>(out, a, b); });
+  gemm_dispatch(out, a, b, Tensor());
+}
+
+// out [M,N] = x [M,K] @ weight [N,K]^T + bias: the batched GEMM with one batch, weight^T
+// read in place as a column-major [K,N] view, the bias rows as the accumulator's start.
+void linear(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  debug_check_linear_shapes(out, x, weight, bias);
+  const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
+  Tensor out3 = make_view(out, {1, m, n}, {m * n, n, 1}, out.offset());
+  Tensor x3 = make_view(x, {1, m, k}, {0, x.stride(0), x.stride(1)}, x.offset());
+  Tensor wt3 =
+      make_view(weight, {1, k, n}, {0, weight.stride(1), weight.stride(0)}, weight.offset());
+  gemm_dispatch(out3, x3, wt3, bias);
 }
 
 }  // namespace
@@ -153,5 +188,6 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
 void register_matmul_kernels(KernelTable& k) {
   Eigen::initParallel();
   k.matmul = matmul;
+  k.linear = linear;
 }
 }  // namespace rg::cpu

@@ -3,12 +3,20 @@
 // f64. One cublasGemmStridedBatchedEx call: a row-major product is the column-major
 // product of the transposes, out^T = b^T a^T, so b is cuBLAS's "A" and a its "B".
 // A slice whose rows or columns are contiguous is passed in place with a transpose flag
-// and leading dimension; anything else is copied to contiguous first. On sim the call is
+// and leading dimension; anything else is copied to contiguous first. On sim the calls are
 // served by the Eigen shim in kernels/sim/cublas_shim.h: the plumbing is the same code.
+// linear: out [M,N] = x [M,K] @ weight [N,K]^T + bias [N], one cublasLtMatmul with the BIAS
+// epilogue, so the bias costs no pass over out. Column-major that is out^T [N,M] = W x^T, and
+// cuBLASLt's bias has the length of D's (column-major) rows: N, one value per row-major
+// column, as linear needs. f64 (cuBLASLt's epilogues are not documented for 64F compute), an
+// algorithm cuBLASLt does not offer, and K = 0 write the bias into out and run the cuBLAS
+// GEMM with beta = 1 instead: the same result with one extra write of out.
 #include "kernels/cuda/common.cuh"
+#include "kernels/linear_shapes.h"
 #if RG_SIM
 #include "kernels/sim/cublas_shim.h"
 #else
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "kernels/cuda/runtime.h"
@@ -54,6 +62,47 @@ cudaDataType data_type(DType t) {
   }
 }
 
+// f64 in f64; f32 in f32, or TF32 when gpu::set_allow_tf32(true); bf16 accumulates in f32.
+cublasComputeType_t compute_type(DType t) {
+  if (t == DType::f64) return CUBLAS_COMPUTE_64F;
+  return t == DType::f32 && gpu::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+// out[b] = a[b] @ b[b] + beta * out[b] (beta 0 or 1) by cublasGemmStridedBatchedEx; shapes as
+// run_matmul's, k > 0.
+void gemm_by_cublas(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double beta_value) {
+  int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a_in.size(2);
+  RG_CHECK(m < (int64_t(1) << 31) && n < (int64_t(1) << 31) && k < (int64_t(1) << 31) &&
+               batch < (int64_t(1) << 31),
+           "matmul: dims over 2^31 are not supported");
+  Tensor a = a_in, b = b_in;
+  Operand oa = operand_of(m, k, a.stride(1), a.stride(2));
+  if (!oa.usable) a = contiguous_copy(a), oa = operand_of(m, k, a.stride(1), a.stride(2));
+  Operand ob = operand_of(k, n, b.stride(1), b.stride(2));
+  if (!ob.usable) b = contiguous_copy(b), ob = operand_of(k, n, b.stride(1), b.stride(2));
+  long long stride_a = batch == 1 ? 0 : a.stride(0), stride_b = batch == 1 ? 0 : b.stride(0);
+  long long stride_c = m * n;
+  cudaDataType type = data_type(out.dtype());
+  bool f64 = out.dtype() == DType::f64;
+  cublasComputeType_t compute = compute_type(out.dtype());
+  float alpha32 = 1, beta32 = float(beta_value);
+  double alpha64 = 1, beta64 = beta_value;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
+#if RG_SIM
+  cublasHandle_t handle = nullptr;  // the shim computes at once: run what the stream queued first
+  if (sim::is_delayed(stream_for(out))) sim::drain(stream_for(out));
+#else
+  cublasHandle_t handle =
+      static_cast<cublasHandle_t>(cuda::cublas_handle(out.device().index, stream_for(out)));
+#endif
+  // column-major: C^T [n, m] = op(b)^T-view [n, k] * op(a)^T-view [k, m]
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, ob.op, oa.op, int(n), int(m), int(k), alpha, b.data_ptr(), type, int(ob.ld), stride_b,
+      a.data_ptr(), type, int(oa.ld), stride_a, beta, out.data_ptr(), type, int(n), stride_c,
+      int(batch), compute, CUBLAS_GEMM_DEFAULT));
+}
+
 void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
   RG_DEBUG_ASSERT(a_in.dim() == 3 && b_in.dim() == 3 && out.dim() == 3,
                   "matmul: kernel expects 3-d ", "a, b, out; got ", shape_str(a_in.shape()), ", ",
@@ -71,41 +120,149 @@ void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
     kernel_table(RG_BACKEND_DEVICE).fill(out, 0.0);
     return;
   }
-  RG_CHECK(m < (int64_t(1) << 31) && n < (int64_t(1) << 31) && k < (int64_t(1) << 31) &&
-               batch < (int64_t(1) << 31),
-           "matmul: dims over 2^31 are not supported");
-  Tensor a = a_in, b = b_in;
-  Operand oa = operand_of(m, k, a.stride(1), a.stride(2));
-  if (!oa.usable) a = contiguous_copy(a), oa = operand_of(m, k, a.stride(1), a.stride(2));
-  Operand ob = operand_of(k, n, b.stride(1), b.stride(2));
-  if (!ob.usable) b = contiguous_copy(b), ob = operand_of(k, n, b.stride(1), b.stride(2));
-  long long stride_a = batch == 1 ? 0 : a.stride(0), stride_b = batch == 1 ? 0 : b.stride(0);
-  long long stride_c = m * n;
-  cudaDataType type = data_type(out.dtype());
-  bool f64 = out.dtype() == DType::f64;
-  cublasComputeType_t compute =
-      f64 ? CUBLAS_COMPUTE_64F
-          : (out.dtype() == DType::f32 && gpu::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                            : CUBLAS_COMPUTE_32F);
-  float alpha32 = 1, beta32 = 0;
-  double alpha64 = 1, beta64 = 0;
-  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
+  gemm_by_cublas(out, a_in, b_in, 0.0);
+}
+
+// ---- linear
+
+// The descriptors of one cublasLtMatmul call, destroyed with it.
+struct LtCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    for (cublasLtMatrixLayout_t l : {a, b, d})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// The largest power of two (up to 256) dividing the address: cuBLASLt's heuristic assumes
+// 256-byte aligned operands unless told less, and a view may start anywhere.
+uint32_t alignment_of(const void* p) {
+  uintptr_t v = reinterpret_cast<uintptr_t>(p) | 256;
+  return uint32_t(v & (~v + 1));
+}
+
+// The column-major [rows, cols] matrix cuBLAS reads for an operand whose op(X) is
+// [op_rows, op_cols].
+void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType type, const Operand& o,
+                 int64_t op_rows, int64_t op_cols) {
+  bool n = o.op == CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(layout, type, uint64_t(n ? op_rows : op_cols),
+                                          uint64_t(n ? op_cols : op_rows), o.ld));
+}
+
+void set_preferences(LtCall& call, size_t workspace_bytes, const void* a, const void* b,
+                     const void* d) {
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
+  uint64_t bytes = workspace_bytes;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligned[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d}};
+  for (const auto& [attr, ptr] : aligned) {
+    uint32_t alignment = alignment_of(ptr);
+    CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(call.pref, attr, &alignment, sizeof(alignment)));
+  }
+}
+
+// out [m,n] = x [m,k] @ wt [k,n] (+ bias) as one cublasLtMatmul (f32, bf16); false when
+// cuBLASLt offers no algorithm for it (nothing written then).
+bool linear_by_cublaslt(const Tensor& out, const Tensor& x, const Operand& ox, const Tensor& wt,
+                        const Operand& ow, const Tensor& bias) {
+  const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
+  const cudaDataType type = data_type(out.dtype());
+  LtCall call;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.desc, compute_type(out.dtype()), CUDA_R_32F));
+  const int32_t transa = ow.op, transb = ox.op;
+  const uint32_t epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias_ptr = bias.defined() ? bias.data_ptr() : nullptr;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
+                                              sizeof(transa)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
+                                              sizeof(transb)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof(epilogue)));
+  if (bias_ptr)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                &bias_ptr, sizeof(bias_ptr)));
+  // column-major: D = out^T [n, m] = op(wt)^T-view [n, k] * op(x)^T-view [k, m]
+  make_layout(&call.a, type, ow, n, k);
+  make_layout(&call.b, type, ox, k, m);
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, type, uint64_t(n), uint64_t(m), n));
 #if RG_SIM
-  cublasHandle_t handle = nullptr;  // the shim computes at once: run what the stream queued first
+  cublasLtHandle_t handle;  // the shim computes at once: run what the stream queued first
+  CUBLAS_CHECK(cublasLtCreate(&handle));
   if (sim::is_delayed(stream_for(out))) sim::drain(stream_for(out));
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 #else
-  cublasHandle_t handle =
-      static_cast<cublasHandle_t>(cuda::cublas_handle(out.device().index, stream_for(out)));
+  cuda::BlasLt lt = cuda::cublaslt_for(out.device().index, stream_for(out));
+  auto handle = static_cast<cublasLtHandle_t>(lt.handle);
+  void* workspace = lt.workspace;
+  size_t workspace_bytes = lt.workspace_bytes;
 #endif
-  // column-major: C^T [n, m] = op(b)^T-view [n, k] * op(a)^T-view [k, m]
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, ob.op, oa.op, int(n), int(m), int(k), alpha, b.data_ptr(), type, int(ob.ld), stride_b,
-      a.data_ptr(), type, int(oa.ld), stride_a, beta, out.data_ptr(), type, int(n), stride_c,
-      int(batch), compute, CUBLAS_GEMM_DEFAULT));
+  set_preferences(call, workspace_bytes, wt.data_ptr(), x.data_ptr(), out.data_ptr());
+  cublasLtMatmulHeuristicResult_t found{};
+  int count = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.d, call.d, call.pref,
+                                     1, &found, &count) != CUBLAS_STATUS_SUCCESS ||
+      count == 0 || found.state != CUBLAS_STATUS_SUCCESS)
+    return false;
+  const float alpha = 1, beta = 0;
+  CUBLAS_CHECK(cublasLtMatmul(handle, call.desc, &alpha, wt.data_ptr(), call.a, x.data_ptr(),
+                              call.b, &beta, out.data_ptr(), call.d, out.data_ptr(), call.d,
+                              &found.algo, workspace, workspace_bytes, stream_for(out)));
+  return true;
+}
+
+// The fallback: out = the broadcast bias (or 0), then out += x @ wt by cuBLAS (beta = 1).
+void linear_by_prefill(const Tensor& out, const Tensor& x, const Tensor& wt, const Tensor& bias) {
+  const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
+  if (bias.defined())
+    kernel_table(RG_BACKEND_DEVICE)
+        .copy(out, make_view(bias, {m, n}, {0, bias.stride(0)}, bias.offset()));
+  else
+    kernel_table(RG_BACKEND_DEVICE).fill(out, 0.0);
+  if (k == 0) return;
+  gemm_by_cublas(make_view(out, {1, m, n}, {m * n, n, 1}, out.offset()),
+                 make_view(x, {1, m, k}, {0, x.stride(0), x.stride(1)}, x.offset()),
+                 make_view(wt, {1, k, n}, {0, wt.stride(0), wt.stride(1)}, wt.offset()), 1.0);
+}
+
+void run_linear(const Tensor& out, const Tensor& x_in, const Tensor& weight,
+                const Tensor& bias_in) {
+  debug_check_linear_shapes(out, x_in, weight, bias_in);
+  const int64_t m = out.size(0), n = out.size(1), k = x_in.size(1);
+  if (out.numel() == 0) return;
+  RG_CHECK(m < (int64_t(1) << 31) && n < (int64_t(1) << 31) && k < (int64_t(1) << 31),
+           "linear: dims over 2^31 are not supported");
+  // weight^T [k, n] by stride; the epilogue reads the bias packed and 16-byte aligned.
+  Tensor x = x_in,
+         wt = make_view(weight, {k, n}, {weight.stride(1), weight.stride(0)}, weight.offset());
+  Tensor bias = bias_in;
+  if (bias.defined() && (bias.stride(0) != 1 || alignment_of(bias.data_ptr()) < 16))
+    bias = contiguous_copy(bias);
+  if (k > 0 && out.dtype() != DType::f64) {
+    Operand ox = operand_of(m, k, x.stride(0), x.stride(1));
+    if (!ox.usable) x = contiguous_copy(x), ox = operand_of(m, k, x.stride(0), x.stride(1));
+    Operand ow = operand_of(k, n, wt.stride(0), wt.stride(1));
+    if (!ow.usable) wt = contiguous_copy(wt), ow = operand_of(k, n, wt.stride(0), wt.stride(1));
+    if (linear_by_cublaslt(out, x, ox, wt, ow, bias)) return;
+  }
+  linear_by_prefill(out, x, wt, bias);
 }
 
 }  // namespace
 
-void register_matmul_kernels(KernelTable& k) { k.matmul = run_matmul; }
+void register_matmul_kernels(KernelTable& k) {
+  k.matmul = run_matmul;
+  k.linear = run_linear;
+}
 }  // namespace rg::RG_BACKEND

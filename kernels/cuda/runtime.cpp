@@ -4,6 +4,7 @@
 // library on a machine without a GPU is free, and device_count() is then 0.
 #include "kernels/cuda/runtime.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +21,8 @@ namespace rg::cuda {
 namespace {
 
 constexpr int kMaxDevices = 16;
+// Each cuBLAS handle's workspace (cuBLASLt calls on its stream use it too).
+constexpr size_t kBlasWorkspace = size_t(32) << 20;
 thread_local int tls_current_device = -1;
 
 struct DeviceState {
@@ -29,6 +32,7 @@ struct DeviceState {
   std::unique_ptr<gpu::CachingAllocator> allocator;
   std::mutex blas_mutex;
   std::map<void*, std::pair<cublasHandle_t, void*>> blas;  // stream -> (handle, workspace)
+  cublasLtHandle_t lt = nullptr;
 };
 
 }  // namespace
@@ -158,13 +162,23 @@ void* cublas_handle(int index, void* stream) {
   // A private workspace per handle keeps cuBLAS from allocating behind our allocator. It
   // comes from the caching allocator, so it counts in memory_stats() and against the cap,
   // and is held as long as the handle (the process).
-  constexpr size_t kWorkspace = size_t(32) << 20;
-  void* workspace = s.allocator->allocate(kWorkspace, stream);
+  void* workspace = s.allocator->allocate(kBlasWorkspace, stream);
   account_process_block(Device(DeviceType::cuda, index),
-                        gpu::CachingAllocator::size_class(kWorkspace));
-  CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kWorkspace));
+                        gpu::CachingAllocator::size_class(kBlasWorkspace));
+  CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspace));
   s.blas[stream] = {handle, workspace};
   return handle;
+}
+
+BlasLt cublaslt_for(int index, void* stream) {
+  cublas_handle(index, stream);  // makes the stream's workspace
+  DeviceState& s = state(index);
+  std::lock_guard<std::mutex> lock(s.blas_mutex);
+  if (!s.lt) {
+    set_device(index);
+    CUBLAS_CHECK(cublasLtCreate(&s.lt));
+  }
+  return {s.lt, s.blas.at(stream).second, kBlasWorkspace};
 }
 
 // ---- pinned host memory (the pool is kernels/cuda/pinned.cpp's)

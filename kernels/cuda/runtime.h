@@ -16,6 +16,15 @@ gpu::CachingAllocator& allocator(int index);
 size_t total_memory(int index);
 // cuBLAS handle (with its workspace) bound to `stream` of device `index`; one per pair.
 void* cublas_handle(int index, void* stream);
+// The cuBLASLt handle of device `index` (one per device: cuBLASLt takes the stream per call)
+// and the workspace of cublas_handle(index, stream), which cuBLAS and cuBLASLt calls on that
+// stream share (the stream runs them one after the other).
+struct BlasLt {
+  void* handle;  // cublasLtHandle_t
+  void* workspace;
+  size_t workspace_bytes;
+};
+BlasLt cublaslt_for(int index, void* stream);
 
 // Page-locked host memory, uncached (null when out of memory); kernels/cuda/pinned.cpp
 // caches it.

@@ -93,6 +93,30 @@ TEST_CASE("gradcheck: matmul with batch broadcasting and transposed views") {
         {r({2, 3, 4}, 20), r({5, 4}, 21), r({5}, 22)});
 }
 
+TEST_CASE("gradcheck: linear, one fused node (bias in the GEMM's epilogue)") {
+  auto with_bias = [](const Inputs& x) { return linear(x[0], x[1], x[2]); };
+  auto without_bias = [](const Inputs& x) { return linear(x[0], x[1]); };
+  check("linear 2-D", with_bias, {r({3, 4}, 40), r({5, 4}, 41), r({5}, 42)});
+  check("linear 3-D", with_bias, {r({2, 3, 4}, 43), r({5, 4}, 44), r({5}, 45)});
+  check("linear 3-D without bias", without_bias, {r({2, 3, 4}, 46), r({5, 4}, 47)});
+  check("linear, non-contiguous 3-D input (rows by stride)",
+        [](const Inputs& x) { return linear(x[0].narrow(2, 1, 4), x[1], x[2]); },
+        {r({2, 3, 6}, 48), r({5, 4}, 49), r({5}, 50)});
+  check("linear, transposed 2-D input",
+        [](const Inputs& x) { return linear(x[0].t(), x[1], x[2]); },
+        {r({4, 3}, 63), r({5, 4}, 64), r({5}, 65)});
+  check("linear, input with leading dims that do not merge (composed)",
+        [](const Inputs& x) { return linear(x[0].transpose(0, 1), x[1], x[2]); },
+        {r({3, 2, 4}, 51), r({5, 4}, 52), r({5}, 53)});
+  check("linear, transposed weight", [](const Inputs& x) { return linear(x[0], x[1].t(), x[2]); },
+        {r({2, 3, 4}, 54), r({4, 5}, 55), r({5}, 56)});
+  check("linear, one output", with_bias, {r({3, 4}, 57), r({1, 4}, 58), r({1}, 59)});
+  Tensor x = r({2, 3, 4}, 60).requires_grad_(), w = r({5, 4}, 61).requires_grad_();
+  Tensor y = linear(x, w, r({5}, 62).requires_grad_());
+  REQUIRE(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "linear");
+}
+
 TEST_CASE("gradcheck: views and shape ops") {
   Tensor a = r({2, 3, 4}, 23);
   check("reshape", [](const Inputs& x) { return x[0].reshape({6, 4}); }, {a});

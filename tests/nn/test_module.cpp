@@ -37,6 +37,26 @@ TEST_CASE("Linear init stays within PyTorch's bound 1/sqrt(in) and depends only 
                        Error);
 }
 
+TEST_CASE("linear rejects a bias that is not [out], naming linear and the shapes") {
+  Tensor x = ones({2, 4}), w = ones({3, 4});
+  CHECK_THROWS_WITH_AS(linear(x, w, ones({4})),
+                       doctest::Contains("linear: bias must have shape [3]"), Error);
+  CHECK_THROWS_WITH_AS(linear(x, w, ones({1, 3})), doctest::Contains("got bias of shape [1,3]"),
+                       Error);
+  CHECK(linear(x, w, ones({3})).shape() == Shape{2, 3});
+}
+
+TEST_CASE("linear of leading dims equals one product per row, bias added once") {
+  Generator g{5, 0};
+  Tensor x = randn({2, 3, 4}, kFloat64, kCPU, &g), w = randn({5, 4}, kFloat64, kCPU, &g);
+  Tensor b = randn({5}, kFloat64, kCPU, &g);
+  Tensor want = add(matmul(x, w.t()), b);
+  CHECK(allclose(linear(x, w, b), want, 1e-12, 1e-12));
+  CHECK(allclose(linear(x.transpose(0, 1), w, b), add(matmul(x.transpose(0, 1), w.t()), b), 1e-12,
+                 1e-12));
+  CHECK(allclose(linear(x, w), matmul(x, w.t()), 1e-12, 1e-12));
+}
+
 TEST_CASE("state_dict round trip restores every value into the same tensors") {
   Generator g1{1, 0}, g2{2, 0};
   auto src = std::make_shared<MLP>(std::vector<int64_t>{3, 5, 2}, Activation::tanh, true, &g1);

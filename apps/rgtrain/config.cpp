@@ -29,8 +29,8 @@ void add_model_flags(CLI::App& app, Args& a) {
   app.add_option("--device", a.device, "device: cpu, sim or cuda");
   app.add_flag("--tf32", a.tf32,
                "f32 matmuls on cuda may use TF32 tensor cores (10-bit mantissa products; "
-               "PyTorch: torch.backends.cuda.matmul.allow_tf32, off by default as here); no "
-               "effect on cpu and sim");
+               "PyTorch: torch.backends.cuda.matmul.allow_tf32, off by default as here); sim "
+               "rounds the operands the same way; no effect on cpu");
   app.add_flag("--checkpoint-activations", a.checkpoint_activations,
                "GPT: keep only each block's input between forward and backward and recompute "
                "the block in backward (torch.utils.checkpoint per block): less memory, about "

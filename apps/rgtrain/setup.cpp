@@ -125,7 +125,7 @@ void build(RunState& s) {
     rg::set_num_threads(1);  // one thread per rank: the ranks share the cores
   if (s.group) check_agreement(*s.group, shared_settings(a, s.world));
   s.device = rg::Device(a.device);
-  rg::gpu::set_allow_tf32(a.tf32);
+  rg::set_allow_tf32(a.tf32);
   if (a.memory_budget.empty()) {
     split_batch(s);
     load_data(s);

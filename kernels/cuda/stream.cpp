@@ -200,7 +200,9 @@ size_t total_memory(Device d) {
   return sim::total_memory(d.index);
 }
 
-void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
-bool allow_tf32() { return g_allow_tf32; }
-
 }  // namespace rg::gpu
+
+namespace rg {
+void set_allow_tf32(bool allow) { gpu::g_allow_tf32 = allow; }
+bool allow_tf32() { return gpu::g_allow_tf32; }
+}  // namespace rg

@@ -83,9 +83,16 @@ Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
 // pinned block is reused only after the copies queued from or into it have run.
 void copy_async(const Tensor& dst, const Tensor& src);
 
-// cuBLAS may use TF32 tensor cores for f32 matmuls (faster, ~10-bit mantissa products).
-// Off by default. sim ignores it (Eigen computes in f32).
+}  // namespace rg::gpu
+
+namespace rg {
+// f32 matmuls and linears on a GPU may use TF32 tensor cores (faster; the operands keep a
+// 10-bit mantissa): PyTorch's torch.backends.cuda.matmul.allow_tf32, off by default as
+// there. sim rounds the operands the same way, so the switch shows in its results too.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
-
-}  // namespace rg::gpu
+namespace gpu {
+using rg::allow_tf32;
+using rg::set_allow_tf32;
+}  // namespace gpu
+}  // namespace rg

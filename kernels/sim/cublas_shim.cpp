@@ -1,7 +1,8 @@
 // The sim cuBLAS shim (see cublas_shim.h): strided batched GEMM with Eigen, column-major,
 // and cuBLASLt's matmul with the bias epilogue on the same GEMM. bf16 operands are widened to
 // f32 (like cuBLAS's f32 accumulation), the bias added before the one rounding of the result;
-// TF32 is ignored.
+// CUBLAS_COMPUTE_32F_FAST_TF32 rounds the f32 operands to TF32 (10-bit mantissa, to nearest
+// even) before the product, as tensor cores read them, so that the TF32 switch shows on sim.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"  // inside Eigen 3.4's AVX bf16 code
 // GCC 12 flags its own AVX-512 intrinsics (`__m512 __Y = __Y;`) as maybe-uninitialized
@@ -10,6 +11,7 @@
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 
+#include <cmath>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -23,12 +25,23 @@ using Stride = Eigen::OuterStride<>;
 template <typename T>
 using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 
-// Element `at` of a buffer of `type`, in compute type T.
+// x with its mantissa rounded to TF32's 10 bits (to nearest, ties to even); inf/NaN as is.
+float to_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// Element `at` of a buffer of `type`, in compute type T (f32 rounded to TF32 when `tf32`).
 template <typename T>
-T element(const void* x, cudaDataType type, int64_t at) {
+T element(const void* x, cudaDataType type, int64_t at, bool tf32 = false) {
   switch (type) {
     case CUDA_R_32F:
-      return T(static_cast<const float*>(x)[at]);
+      return tf32 ? T(to_tf32(static_cast<const float*>(x)[at]))
+                  : T(static_cast<const float*>(x)[at]);
     case CUDA_R_64F:
       return T(static_cast<const double*>(x)[at]);
     case CUDA_R_16BF:
@@ -40,11 +53,11 @@ T element(const void* x, cudaDataType type, int64_t at) {
 // op(X) as a dense column-major matrix in compute type T.
 template <typename T>
 ColMatrix<T> load(const void* x, cudaDataType type, int ld, cublasOperation_t op, int rows,
-                  int cols) {
+                  int cols, bool tf32) {
   int stored_rows = op == CUBLAS_OP_N ? rows : cols, stored_cols = op == CUBLAS_OP_N ? cols : rows;
   ColMatrix<T> m(stored_rows, stored_cols);
   for (int j = 0; j < stored_cols; ++j)
-    for (int i = 0; i < stored_rows; ++i) m(i, j) = element<T>(x, type, int64_t(j) * ld + i);
+    for (int i = 0; i < stored_rows; ++i) m(i, j) = element<T>(x, type, int64_t(j) * ld + i, tf32);
   if (op == CUBLAS_OP_T) return m.transpose();
   return m;
 }
@@ -55,12 +68,13 @@ template <typename T>
 void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha, const void* A,
           cudaDataType at, int lda, long long sa, const void* B, cudaDataType bt, int ldb,
           long long sb, T beta, void* C, cudaDataType ct, int ldc, long long sc, int batch,
-          const void* bias = nullptr) {
+          const void* bias = nullptr, bool tf32 = false) {
   for (int b = 0; b < batch; ++b) {
     const char* a_ptr = static_cast<const char*>(A) + b * sa * element_size(at);
     const char* b_ptr = static_cast<const char*>(B) + b * sb * element_size(bt);
     char* c_ptr = static_cast<char*>(C) + b * sc * element_size(ct);
-    ColMatrix<T> prod = load<T>(a_ptr, at, lda, ta, m, k) * load<T>(b_ptr, bt, ldb, tb, k, n);
+    ColMatrix<T> prod =
+        load<T>(a_ptr, at, lda, ta, m, k, tf32) * load<T>(b_ptr, bt, ldb, tb, k, n, tf32);
     for (int j = 0; j < n; ++j) {
       // sim-check: cuBLAS's writes are not instrumented; mark this column written
       check::mark_written(c_ptr + int64_t(j) * ldc * element_size(ct), m * element_size(ct));
@@ -111,7 +125,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(
       return CUBLAS_STATUS_NOT_SUPPORTED;
     gemm<float>(transa, transb, m, n, k, *static_cast<const float*>(alpha), A, Atype, lda, strideA,
                 B, Btype, ldb, strideB, *static_cast<const float*>(beta), C, Ctype, ldc, strideC,
-                batch_count);
+                batch_count, nullptr, compute == CUBLAS_COMPUTE_32F_FAST_TF32);
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -229,7 +243,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   } else {
     gemm<float>(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, Adesc->type, int(Adesc->ld),
                 0, B, Bdesc->type, int(Bdesc->ld), 0, *static_cast<const float*>(beta), D,
-                Ddesc->type, int(Ddesc->ld), 0, 1, bias_ptr);
+                Ddesc->type, int(Ddesc->ld), 0, 1, bias_ptr,
+                desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32);
   }
   return CUBLAS_STATUS_SUCCESS;
 }

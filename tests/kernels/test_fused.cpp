@@ -92,23 +92,30 @@ GPU_KERNEL_TEST(layernorm_parameter_gradients_over_many_rows) {
     }
 }
 
+namespace {
+// cross-entropy (ignore_index -100) and its backward on `device` against the cpu kernels.
+void check_cross_entropy(Device device, const Tensor& logits, const Tensor& targets) {
+  const DType dtype = logits.dtype();
+  const int64_t n = logits.size(0), d = logits.size(1);
+  Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
+  cpu_kernels().cross_entropy(loss, logits, targets, -100);
+  Tensor dl = mirror(logits, device), dt = mirror(targets, device);
+  kernels_of(device).cross_entropy(gloss, dl, dt, -100);
+  expect_close(gloss, loss, loose(dtype), "cross_entropy");
+  Tensor dloss = random_tensor({n}, dtype, 26);
+  Tensor dlogits = empty({n, d}, dtype), gdlogits = empty({n, d}, dtype, device);
+  cpu_kernels().cross_entropy_backward(dlogits, logits, targets, dloss, -100);
+  kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
+  expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+}
+}  // namespace
+
 GPU_KERNEL_TEST(cross_entropy_and_backward_match_cpu) {
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
     for (int64_t c : {2, 33, 1025}) {
-      int64_t n = 6;
-      Tensor logits = random_strided({n, c}, dtype, 7);
-      Tensor targets = random_tensor({n}, DType::i64, 8, 0, double(c - 1));
+      Tensor targets = random_tensor({6}, DType::i64, 8, 0, double(c - 1));
       store(targets, 2, -100);  // ignored row
-      Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
-      cpu_kernels().cross_entropy(loss, logits, targets, -100);
-      Tensor dl = mirror(logits, device), dt = mirror(targets, device);
-      kernels_of(device).cross_entropy(gloss, dl, dt, -100);
-      expect_close(gloss, loss, loose(dtype), "cross_entropy");
-      Tensor dloss = random_tensor({n}, dtype, 9);
-      Tensor dlogits = empty({n, c}, dtype), gdlogits = empty({n, c}, dtype, device);
-      cpu_kernels().cross_entropy_backward(dlogits, logits, targets, dloss, -100);
-      kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
-      expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+      check_cross_entropy(device, random_strided({6, c}, dtype, 7), targets);
     }
 }
 
@@ -158,16 +165,7 @@ void check_cross_entropy_rows(Device device, DType dtype, int64_t n, int64_t d, 
   for (int64_t j = 0; j < d; ++j) store(xinf, inf * d + j, -INFINITY);
   Tensor targets = random_tensor({n}, DType::i64, 25, 0, double(d - 1));
   if (n > 2) store(targets, 2, -100);  // ignored row
-  Tensor loss = empty({n}, dtype), gloss = empty({n}, dtype, device);
-  cpu_kernels().cross_entropy(loss, xinf, targets, -100);
-  Tensor dl = mirror(xinf, device), dt = mirror(targets, device);
-  kernels_of(device).cross_entropy(gloss, dl, dt, -100);
-  expect_close(gloss, loss, loose(dtype), "cross_entropy");
-  Tensor dloss = random_tensor({n}, dtype, 26);
-  Tensor dlogits = empty({n, d}, dtype), gdlogits = empty({n, d}, dtype, device);
-  cpu_kernels().cross_entropy_backward(dlogits, xinf, targets, dloss, -100);
-  kernels_of(device).cross_entropy_backward(gdlogits, dl, dt, mirror(dloss, device), -100);
-  expect_close(gdlogits, dlogits, loose(dtype), "cross_entropy_backward");
+  check_cross_entropy(device, xinf, targets);
 }
 }  // namespace
 

@@ -1,7 +1,8 @@
 // The fused linear kernel (out = x @ weight^T + bias, the bias in the GEMM's epilogue) on
 // cpu and on sim/cuda against the two kernels it replaces: matmul, then a broadcast add.
 // Odd shapes (M, N or K of 1, K = 0), weight and x as transposed or strided views,
-// f32/f64/bf16, with and without a bias.
+// f32/f64/bf16, with and without a bias; TF32 only when allowed.
+#include "kernels/cuda/stream.h"
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -86,4 +87,38 @@ GPU_KERNEL_TEST(linear_with_empty_inner_dim_gives_the_bias) {
     std::vector<double> g = values(got), b = values(bias);
     for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == b[i % 4]);
   }
+}
+
+// TF32 (rg::set_allow_tf32), off by default as in PyTorch. When allowed, f32 matmul and
+// linear read their operands with a 10-bit mantissa (tensor cores on a GPU, the shim's
+// rounding on sim): 1 + 2^-12 reads as 1, so 64 such products sum to exactly 64.
+GPU_KERNEL_TEST(tf32_rounds_f32_operands_only_when_allowed) {
+  CHECK_FALSE(allow_tf32());
+  struct Restore {
+    ~Restore() { set_allow_tf32(false); }
+  } restore;
+  const int64_t k = 64;
+  const float near_one = 1.0f + 0x1p-12f, exact = float(k) * near_one * near_one;
+  Tensor x = empty({1, k}), bias = empty({1});
+  for (int64_t i = 0; i < k; ++i) x.data<float>()[i] = near_one;
+  bias.data<float>()[0] = 0.5f;
+  Tensor xd = mirror(x, device), bd = mirror(bias, device);
+  auto linear_value = [&] {
+    Tensor out = empty({1, 1}, DType::f32, device);
+    kernels_of(device).linear(out, xd, xd, bd);
+    return values(out)[0];
+  };
+  auto matmul_value = [&] {
+    Tensor out = empty({1, 1, 1}, DType::f32, device);
+    kernels_of(device).matmul(out, make_view(xd, {1, 1, k}, {k, k, 1}, 0),
+                              make_view(xd, {1, k, 1}, {k, 1, 1}, 0));
+    return values(out)[0];
+  };
+  CHECK(matmul_value() == doctest::Approx(exact).epsilon(1e-6));
+  CHECK(linear_value() == doctest::Approx(exact + 0.5).epsilon(1e-6));
+  set_allow_tf32(true);
+  CHECK(matmul_value() == 64.0);
+  CHECK(linear_value() == 64.5);
+  set_allow_tf32(false);
+  CHECK(matmul_value() == doctest::Approx(exact).epsilon(1e-6));
 }

@@ -29,11 +29,11 @@
 
 namespace rg::dist::test {
 
-// Throws if a ringgrad thread (store server, communication thread: named "rg-…") runs in
-// this process, since forking now could leave the child with a lock it can never take.
-inline void check_safe_to_fork(const char* who) {
+// The names of this process's ringgrad threads (store server, communication thread: named
+// "rg-…"), comma-separated; empty when there are none.
+inline std::string ringgrad_threads() {
   DIR* tasks = opendir("/proc/self/task");
-  if (!tasks) return;
+  if (!tasks) return "";
   std::string found;
   while (dirent* e = readdir(tasks)) {
     if (e->d_name[0] == '.') continue;
@@ -43,6 +43,19 @@ inline void check_safe_to_fork(const char* who) {
     if (name.rfind("rg-", 0) == 0) found += (found.empty() ? "" : ", ") + name;
   }
   closedir(tasks);
+  return found;
+}
+
+// Throws if a ringgrad thread runs in this process, since forking now could leave the child
+// with a lock it can never take. A thread just joined can still be listed for a moment (the
+// kernel finishes its exit after waking the joiner), so a finding is confirmed for up to
+// 200 ms before it counts.
+inline void check_safe_to_fork(const char* who) {
+  std::string found = ringgrad_threads();
+  for (int i = 0; i < 100 && !found.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    found = ringgrad_threads();
+  }
   if (!found.empty())
     throw std::runtime_error(std::string(who) + ": this process runs ringgrad threads (" + found +
                              "); forking now can hang the child on a lock one of them holds. "

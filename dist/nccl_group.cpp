@@ -1,8 +1,8 @@
 // nccl backend (see nccl_group.h). Compiled only with CUDA.
 //
-// Messages: ncclSend/ncclRecv on the group's own non-blocking stream. Messages posted between
-// begin_batch and end_batch form one NCCL group (the ring pairs each receive with its send,
-// which NCCL needs to avoid deadlock); completion is an event recorded after the group.
+// Messages: ncclSend/ncclRecv on the group's own non-blocking stream (from a pool, below). Messages
+// posted between begin_batch and end_batch form one NCCL group (the ring pairs each receive with
+// its send, which NCCL needs to avoid deadlock); completion is an event recorded after the group.
 // Before a send, NCCL's stream waits on the device (an event, not the host) for the work queued
 // so far on the sending thread's stream and on the device's compute stream: the reductions the
 // ring just launched, and the kernels that produced the tensor. Receives are handed back by
@@ -14,7 +14,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/stream.h"
@@ -33,6 +36,36 @@ namespace {
     cudaError_t e_ = (call);                                                             \
     RG_CHECK(e_ == cudaSuccess, what, ": ", #call, " failed: ", cudaGetErrorString(e_)); \
   } while (0)
+
+// The groups' streams outlive their groups. Every tensor a group touches records its stream
+// (record_stream), and freeing such a tensor records an event on that stream: the group's own
+// scratch buffers are freed after ~NcclGroup, a caller's tensor maybe much later, and an
+// event recorded on a destroyed stream crashed inside libcuda (seen on an H200, at the end of
+// a two-process test). So a group takes a stream from this pool and gives it back, drained,
+// instead of destroying it: as many streams as groups ever lived at once.
+std::mutex g_stream_pool_mutex;
+std::vector<std::pair<int, cudaStream_t>> g_stream_pool;  // (device index, stream)
+
+cudaStream_t acquire_stream(int device, const std::string& me) {
+  {
+    std::lock_guard lock(g_stream_pool_mutex);
+    for (auto it = g_stream_pool.begin(); it != g_stream_pool.end(); ++it) {
+      if (it->first != device) continue;
+      cudaStream_t s = it->second;
+      g_stream_pool.erase(it);
+      return s;
+    }
+  }
+  cudaStream_t s = nullptr;
+  RG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), me);
+  return s;
+}
+
+void retire_stream(int device, cudaStream_t s) {
+  cudaStreamSynchronize(s);
+  std::lock_guard lock(g_stream_pool_mutex);
+  g_stream_pool.emplace_back(device, s);
+}
 
 ncclDataType_t nccl_dtype(DType dtype) {
   switch (dtype) {
@@ -94,7 +127,7 @@ class NcclGroup : public ProcessGroup {
     config.blocking = 0;
     RG_NCCL(ncclCommInitRankConfig(&comm_, size, id, rank, &config), me);
     settle(str(me, ": communicator init (waiting for all ", size, " ranks to join)"));
-    RG_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), me);
+    stream_ = acquire_stream(device_.index, me);
   }
 
   ~NcclGroup() override {
@@ -105,7 +138,7 @@ class NcclGroup : public ProcessGroup {
       else
         ncclCommAbort(comm_);
     }
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) retire_stream(device_.index, stream_);
   }
 
   const char* backend_name() const override { return "nccl"; }

@@ -1,5 +1,5 @@
 // Multi-tensor AdamW: the update of adamw.cu for a list of parameters of one dtype (f32 or
-// f64), one launch per TensorBatch of up to 24 tensors and 320 blocks (multi_tensor.cuh:
+// f64), one launch per TensorBatch of up to 64 tensors and 2048 blocks (multi_tensor.cuh:
 // block -> (tensor, chunk of 65536 elements)). Each thread of a 512-thread block walks its
 // chunk in strides; where all four pointers of a tensor are 16-byte aligned it moves
 // 16-byte vectors (4 floats, 2 doubles) per load and store. Clipping folds in: each
@@ -10,6 +10,7 @@
 #include "kernels/adamw_scalars.h"
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
+#include "kernels/cuda/vec16.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
@@ -26,35 +27,6 @@ __device__ inline void adamw_element(T& p, T g, T& m, T& v, const AdamWScalars<T
   p = pi + s.step_size * mi / denom;
   m = mi;
   v = vi;
-}
-
-template <typename T>
-struct alignas(16) Vec16 {
-  static constexpr int kN = 16 / sizeof(T);
-  T v[kN];
-};
-
-// One 16-byte load or store. On sim, element by element through volatile: clang copies a
-// vector whose address escapes (into adamw_element) with a memcpy that sim-check's
-// load/store hooks never see, which hid the vector path from memcheck and the metrics.
-template <typename T>
-__device__ inline Vec16<T> load16(const T* p) {
-#if RG_SIM
-  Vec16<T> r;
-  for (int k = 0; k < Vec16<T>::kN; ++k) r.v[k] = static_cast<const volatile T*>(p)[k];
-  return r;
-#else
-  return *reinterpret_cast<const Vec16<T>*>(p);
-#endif
-}
-
-template <typename T>
-__device__ inline void store16(T* p, const Vec16<T>& r) {
-#if RG_SIM
-  for (int k = 0; k < Vec16<T>::kN; ++k) static_cast<volatile T*>(p)[k] = r.v[k];
-#else
-  *reinterpret_cast<Vec16<T>*>(p) = r;
-#endif
 }
 
 template <typename T>

@@ -1,13 +1,20 @@
 // Embedding lookup and its backward. weight/grad_weight [V, D] and out/grad_out [N, D] any
 // strides; indices: N int64/int32 values (any shape/strides, made contiguous int64).
-//   forward:  out[n, :] = weight[indices[n], :]        one thread per (n, d) element
+//   forward:  out[n, :] = weight[indices[n], :]
 //   backward: grad_weight[indices[n], :] += grad_out[n, :]   atomicAdd per element (bf16:
 //             a 16-bit compare-and-swap). On a GPU the order of the
 //             additions to a repeated row varies, so results may differ in the last bits
 //             from run to run (the cpu kernel sums in order); sim runs in order.
+// Launch: thread x of the grid's x dimension owns column x of D (a 16-byte vector of columns
+// when the rows are dense and aligned), and grid row y the rows
+// y, y + gridDim.y, ... (at most 65535 grid rows): no division per element (a 64-bit i / D
+// and i % D per element held the forward at 0.39x a memcpy on an H200).
 // An index out of range is reported through a DeviceErrorSlot and thrown at the next host
 // synchronization (kernels/cuda/device_errors.h).
+#include <algorithm>
+
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/vec16.cuh"
 
 namespace rg::RG_BACKEND {
 namespace {
@@ -26,12 +33,39 @@ __device__ inline bool check_index(int64_t v, int64_t vocab, int64_t* error) {
 template <typename T>
 __global__ void embedding_kernel(T* out, const T* weight, const int64_t* indices, Geometry g,
                                  int64_t* error) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= g.n * g.d) return;
-  int64_t r = i / g.d, j = i % g.d, v = indices[r];
-  T value = convert<T>(0);
-  if (check_index(v, g.vocab, error)) value = weight[v * g.ws0 + j * g.ws1];
-  out[r * g.os0 + j * g.os1] = value;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= g.d) return;
+  for (int64_t r = blockIdx.y; r < g.n; r += gridDim.y) {
+    const int64_t v = indices[r];
+    T value = convert<T>(0);
+    if (check_index(v, g.vocab, error)) value = weight[v * g.ws0 + j * g.ws1];
+    out[r * g.os0 + j * g.os1] = value;
+  }
+}
+
+// The forward where rows are dense and 16-byte aligned (weight and out of stride 1 along D,
+// D and both row strides multiples of a vector): thread x moves columns [x * kN, +kN) as one
+// 16-byte load and store per row.
+template <typename T>
+__global__ void embedding_vector_kernel(T* out, const T* weight, const int64_t* indices, Geometry g,
+                                        int64_t* error) {
+  constexpr int kN = Vec16<T>::kN;
+  const int64_t j = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kN;
+  if (j >= g.d) return;
+  for (int64_t r = blockIdx.y; r < g.n; r += gridDim.y) {
+    const int64_t v = indices[r];
+    Vec16<T> value{};
+    if (check_index(v, g.vocab, error)) value = load16(weight + v * g.ws0 + j);
+    store16(out + r * g.os0 + j, value);
+  }
+}
+
+// True when the forward can move 16-byte vectors (embedding_vector_kernel).
+template <typename T>
+bool dense_rows(const Geometry& g, const void* out, const void* weight) {
+  constexpr int kN = Vec16<T>::kN;
+  return g.ws1 == 1 && g.os1 == 1 && g.d % kN == 0 && g.ws0 % kN == 0 && g.os0 % kN == 0 &&
+         aligned16(out) && aligned16(weight);
 }
 
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
@@ -51,19 +85,26 @@ __device__ inline void atomic_add(bf16* p, float v) {
 template <typename T>
 __global__ void embedding_backward_kernel(T* grad_weight, const T* grad_out, const int64_t* indices,
                                           Geometry g, int64_t* error) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= g.n * g.d) return;
-  int64_t r = i / g.d, j = i % g.d, v = indices[r];
-  if (!check_index(v, g.vocab, error)) return;
-  atomic_add(grad_weight + v * g.ws0 + j * g.ws1,
-             convert<acc_t<T>>(grad_out[r * g.os0 + j * g.os1]));
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= g.d) return;
+  for (int64_t r = blockIdx.y; r < g.n; r += gridDim.y) {
+    const int64_t v = indices[r];
+    if (check_index(v, g.vocab, error))
+      atomic_add(grad_weight + v * g.ws0 + j * g.ws1,
+                 convert<acc_t<T>>(grad_out[r * g.os0 + j * g.os1]));
+  }
 }
 
-LaunchConfig config(const char* name, const Geometry& g, const Tensor& t) {
+// columns_per_thread: 1, or a vector's elements (embedding_vector_kernel).
+LaunchConfig config(const char* name, const Geometry& g, const Tensor& t,
+                    int64_t columns_per_thread = 1) {
   LaunchConfig cfg;
   cfg.name = name;
-  cfg.grid = dim3(static_cast<unsigned>(ceil_div(g.n * g.d, 256)));
-  cfg.block = dim3(256);
+  const int64_t columns = ceil_div(g.d, columns_per_thread);
+  const int64_t threads = std::min<int64_t>(256, ceil_div(columns, int64_t(32)) * 32);
+  cfg.grid = dim3(static_cast<unsigned>(ceil_div(columns, threads)),
+                  static_cast<unsigned>(std::min<int64_t>(g.n, 65535)));
+  cfg.block = dim3(static_cast<unsigned>(threads));
   cfg.stream = stream_for(t);
   cfg.uses_sync = false;
   return cfg;
@@ -90,9 +131,14 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
   DeviceErrorSlot error(out.device(), str(op, ": index "),
                         str(" out of range for vocab size ", g.vocab));
   dispatch_dtype<DTypes::all, bf16>(weight.dtype(), op, [&]<typename T>(TypeTag<T>) {
-    launch(embedding_kernel<T>, config(op, g, out), static_cast<T*>(out.data_ptr()),
-           static_cast<const T*>(weight.data_ptr()), static_cast<const int64_t*>(idx.data_ptr()), g,
-           error.data());
+    auto* o = static_cast<T*>(out.data_ptr());
+    auto* w = static_cast<const T*>(weight.data_ptr());
+    auto* i = static_cast<const int64_t*>(idx.data_ptr());
+    if (dense_rows<T>(g, o, w))
+      launch(embedding_vector_kernel<T>, config(op, g, out, Vec16<T>::kN), o, w, i, g,
+             error.data());
+    else
+      launch(embedding_kernel<T>, config(op, g, out), o, w, i, g, error.data());
   });
 }
 

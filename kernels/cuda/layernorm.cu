@@ -7,9 +7,10 @@
 // row in registers and shuffle all-reductions; longer rows one block per row, in registers
 // up to 8192 f32 / 4096 f64 elements, then in opt-in dynamic shared memory (x; dx: dy and
 // x, or dy alone when only one fits), re-read beyond. Sums in acc_t<T> (f32 for f32/bf16).
-// Mean and variance are Welford (row_stats.cuh): one pass that merges across lanes, so a
-// row too long to cache is read twice, not three times as a two-pass variance would, and
-// f32 stays stable (no E[x^2] - E[x]^2). Cached rows read x (and dy) once, write once.
+// Mean and variance (row_stats.cuh): a cached row takes two passes over its cache (mean, then
+// squared deviations); a row too long to cache is Welford, one pass that merges across lanes,
+// so it is read twice, not three times. Both stay stable in f32 (no E[x^2] - E[x]^2). Cached
+// rows read x (and dy) once, write once.
 // dweight/dbias: two passes. The rows are split into chunks over blockIdx.y (enough threads
 // to fill an H200 even for 768 columns); a thread sums its column over its chunk's rows into
 // double partials [chunks, C] (a warp reads 32 neighbouring columns: coalesced), and a
@@ -29,10 +30,9 @@ __global__ void __launch_bounds__(G::kMaxThreads)
   const int64_t row = G::row();
   if (row >= rows) return;  // whole warps of the last block (no barrier in the warp shape)
   const auto r = load_row<T, N, G>(x + row * c, 1, c);
-  Welford<C> st{C(0), C(0), C(0)};
-  r.each([&](int64_t, C v) { st.add(v); });
-  st = G::allreduce(st, WelfordOp(), Welford<C>{C(0), C(0), C(0)});
-  const C mu = st.mean, inv = C(1) / m_sqrt(st.m2 / C(c) + C(eps));
+  C mu, m2;
+  row_mean_m2<C>(r, c, G(), &mu, &m2);
+  const C inv = C(1) / m_sqrt(m2 / C(c) + C(eps));
   if (G::tid() == 0) mean[row] = S(mu), rstd[row] = S(inv);
   T* orow = out + row * c;
   r.each([&](int64_t i, C v) {

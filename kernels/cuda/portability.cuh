@@ -31,6 +31,7 @@
 #define RG_BACKEND_DEVICE ::rg::DeviceType::cuda
 #define RG_HD __host__ __device__
 #define RG_UNROLL _Pragma("unroll")
+#define RG_UNROLL4 _Pragma("unroll 4")
 #define RG_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char rg_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(rg_dynamic_shared_)
@@ -50,6 +51,7 @@ using gpu_stream_t = cudaStream_t;
 #define RG_BACKEND_DEVICE ::rg::DeviceType::sim
 #define RG_HD
 #define RG_UNROLL
+#define RG_UNROLL4
 #define __global__
 #define __device__
 #define __host__

@@ -64,6 +64,7 @@ struct BlockGroup {
 template <typename T, int N>
 struct RowCache {
   using C = acc_t<T>;
+  static constexpr bool kCached = N != 0;  // each() reads registers or shared memory
   C v[N > 0 ? N : 1];
   const T* p;
   const T* s;  // the row in shared memory (N == kSharedRow)

@@ -1,6 +1,7 @@
 // Multi-tensor scale (gradient clipping): x = x * s in place for every tensor of a list of
 // one floating dtype, one launch per TensorBatch (multi_tensor.cuh: a 512-thread block per
-// (tensor, chunk of 65536 elements), threads striding the chunk, coalesced). s is the scale
+// (tensor, chunk of 65536 elements), threads striding the chunk in 16-byte vectors where the
+// tensor is aligned, coalesced). s is the scale
 // as stored in the dtype (the op rounds it); the product is taken in the compute type and
 // rounded once (__fmul_rn / __dmul_rn: never fused), the bits of x.mul_(s).
 #include "kernels/cuda/multi_tensor.cuh"
@@ -19,7 +20,19 @@ __global__ void __launch_bounds__(kThreads) scale_multi_kernel(TensorBatch<1> ba
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
   T* x = static_cast<T*>(batch.ptr[0][t]) + begin;
   const C s = C(scale);
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+  constexpr int kN = Vec16<T>::kN;
+  int64_t tail = 0;
+  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
+    RG_UNROLL4
+    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
+      Vec16<T> xv = load16(x + j);
+      RG_UNROLL
+      for (int k = 0; k < kN; ++k) xv.v[k] = convert<T>(mul_rounded(convert<C>(xv.v[k]), s));
+      store16(x + j, xv);
+    }
+    tail = n / kN * kN;
+  }
+  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x)
     x[j] = convert<T>(mul_rounded(convert<C>(x[j]), s));
 }
 

@@ -2,9 +2,10 @@
 // tensors[i], for a list of tensors of one floating dtype. Two passes, split by the sizes
 // only, so the bits are deterministic: (1) one launch per TensorBatch (multi_tensor.cuh): a
 // 512-thread block per (tensor, chunk of 65536 elements), each thread striding its chunk in
-// double, then a block all-reduction (block_reduce.cuh) into the chunk's partial; (2) a
-// thread per tensor adds its chunk partials in order into out. The order differs from the
-// cpu kernel's 16 lanes, so cpu and sim agree to rounding (not bit for bit).
+// 16-byte vectors where the tensor is aligned, summing in double, then a block all-reduction
+// (block_reduce.cuh) into the chunk's partial; (2) a thread per tensor adds its chunk partials in
+// order into out. The order differs from the cpu kernel's 16 lanes, so cpu and sim agree to
+// rounding (not bit for bit).
 #include <algorithm>
 #include <array>
 
@@ -25,8 +26,22 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t begin = int64_t(batch.block_chunk[blockIdx.x]) * kChunk;
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
   const T* x = static_cast<const T*>(batch.ptr[0][t]) + begin;
+  constexpr int kN = Vec16<T>::kN;
   double acc = 0.0;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+  int64_t tail = 0;
+  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
+    RG_UNROLL4
+    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
+      const Vec16<T> xv = load16(x + j);
+      RG_UNROLL
+      for (int k = 0; k < kN; ++k) {
+        const double v = double(convert<acc_t<T>>(xv.v[k]));
+        acc += v * v;
+      }
+    }
+    tail = n / kN * kN;
+  }
+  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x) {
     const double v = double(convert<acc_t<T>>(x[j]));
     acc += v * v;
   }

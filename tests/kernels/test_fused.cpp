@@ -240,6 +240,11 @@ GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {
     Tensor didx = mirror(idx, device);
     kernels_of(device).embedding(gout, mirror(weight, device), didx);
     expect_close(gout, out, 0, "embedding");
+    Tensor dense = random_tensor({vocab, 64}, dtype, 5);  // 16-byte vectors per row
+    Tensor dense_out = empty({n, 64}, dtype), dense_gout = empty({n, 64}, dtype, device);
+    cpu_kernels().embedding(dense_out, dense, idx);
+    kernels_of(device).embedding(dense_gout, mirror(dense, device), didx);
+    expect_close(dense_gout, dense_out, 0, "embedding of dense rows");
 
     Tensor grad_out = random_tensor({n, d}, dtype, 3);
     Tensor gw = random_tensor({vocab, d}, dtype, 4);  // accumulates into existing values
@@ -248,6 +253,24 @@ GPU_KERNEL_TEST(embedding_and_backward_match_cpu) {
     kernels_of(device).embedding_backward(ggw, mirror(grad_out, device), didx);
     expect_close(ggw, gw, dtype == DType::bf16 ? 0.1 : loose(dtype), "embedding_backward");
   }
+}
+
+// More rows than a grid has rows (65535): grid row y also takes rows y + 65535, ...
+GPU_KERNEL_TEST(embedding_past_65535_rows_matches_cpu) {
+  const int64_t vocab = 5, d = 2, n = 65535 + 70;
+  Tensor weight = random_tensor({vocab, d}, DType::f32, 1);
+  Tensor idx = random_tensor({n}, DType::i64, 2, 0, double(vocab - 1));
+  Tensor out = empty({n, d}), gout = empty({n, d}, DType::f32, device);
+  cpu_kernels().embedding(out, weight, idx);
+  Tensor didx = mirror(idx, device);
+  kernels_of(device).embedding(gout, mirror(weight, device), didx);
+  expect_close(gout, out, 0, "embedding");
+  Tensor grad_out = random_tensor({n, d}, DType::f32, 3),
+         gw = random_tensor({vocab, d}, DType::f32, 4);
+  Tensor ggw = mirror(gw, device);
+  cpu_kernels().embedding_backward(gw, grad_out, idx);
+  kernels_of(device).embedding_backward(ggw, mirror(grad_out, device), didx);
+  expect_close(ggw, gw, 1e-3, "embedding_backward");  // 13k f32 additions per entry
 }
 
 GPU_KERNEL_TEST(embedding_rejects_an_index_out_of_range) {
@@ -265,6 +288,11 @@ GPU_KERNEL_TEST(embedding_rejects_an_index_out_of_range) {
   CHECK_THROWS_WITH_AS(values(dweight), "embedding_backward: index 4 out of range for vocab size 4",
                        Error);
   CHECK_NOTHROW(values(out));
+  Tensor dense = mirror(random_tensor({4, 8}, DType::f32, 3), device);  // the vector path
+  Tensor dense_out = empty({5, 8}, DType::f32, device);
+  kernels_of(device).embedding(dense_out, dense, didx);
+  CHECK_THROWS_WITH_AS(synchronize(device), "embedding: index 4 out of range for vocab size 4",
+                       Error);
 }
 
 GPU_KERNEL_TEST(random_draws_the_same_numbers_as_cpu) {

@@ -263,14 +263,14 @@ TEST_CASE("sim: host threads may launch at the same time") {
 }
 
 TEST_CASE(
-    "multi_tensor_apply batches: at most 24 tensors and 320 blocks, every chunk once, in order") {
+    "multi_tensor_apply batches: at most 64 tensors and 2048 blocks, every chunk once, in order") {
   using namespace rg::sim;
   std::vector<std::array<void*, 2>> ptrs;
   std::vector<int64_t> numels;
-  for (int t = 0; t < 40; ++t) {  // fake addresses: only the plan is checked, nothing is read
+  for (int t = 0; t < 80; ++t) {  // fake addresses: only the plan is checked, nothing is read
     ptrs.push_back({reinterpret_cast<void*>(uintptr_t(64 * (t + 1))),
                     reinterpret_cast<void*>(uintptr_t(64 * (t + 1) + (t == 5 ? 4 : 0)))});
-    numels.push_back(t == 3 ? 700 * kChunk + 5 : t == 9 ? 0 : 1 + 1000 * t);
+    numels.push_back(t == 3 ? 4100 * kChunk + 5 : t == 9 ? 0 : 1 + 1000 * t);
   }
   std::vector<std::pair<int64_t, int64_t>> seen;  // (first_slot + chunk, numel), in launch order
   int launches = 0;
@@ -289,7 +289,7 @@ TEST_CASE(
   for (int64_t n : numels) slots += (n + kChunk - 1) / kChunk;
   REQUIRE(int64_t(seen.size()) == slots);
   for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i].first == int64_t(i));
-  CHECK(launches == 4);  // 700 chunks of tensor 3: 3 launches; 39 other tensors: 24 per launch
+  CHECK(launches == 4);  // 4101 chunks of tensor 3: 3 launches; 78 other tensors: 64 per launch
 }
 
 TEST_CASE("cuda: kernel tests run only with a GPU") {

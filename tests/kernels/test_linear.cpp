@@ -2,6 +2,8 @@
 // cpu and on sim/cuda against the two kernels it replaces: matmul, then a broadcast add.
 // Odd shapes (M, N or K of 1, K = 0), weight and x as transposed or strided views,
 // f32/f64/bf16, with and without a bias; TF32 only when allowed.
+#include <cmath>
+
 #include "kernels/cuda/stream.h"
 #include "tests/kernels/helpers.h"
 
@@ -91,28 +93,37 @@ GPU_KERNEL_TEST(linear_with_empty_inner_dim_gives_the_bias) {
 
 // TF32 (rg::set_allow_tf32), off by default as in PyTorch. When allowed, f32 matmul and
 // linear read their operands with a 10-bit mantissa (tensor cores on a GPU, the shim's
-// rounding on sim): 1 + 2^-12 reads as 1, so 64 such products sum to exactly 64.
+// rounding on sim): 1 + 2^-12 reads as 1, so 64 such products sum to exactly 64. TF32 is a
+// permission, not an order: cuBLAS computes a 1 x 64 x 1 product without tensor cores (seen
+// on an H200), so the products here are 256 x 64 x 256, where it uses them.
 GPU_KERNEL_TEST(tf32_rounds_f32_operands_only_when_allowed) {
   CHECK_FALSE(allow_tf32());
   struct Restore {
     ~Restore() { set_allow_tf32(false); }
   } restore;
-  const int64_t k = 64;
+  const int64_t k = 64, m = 256;
   const float near_one = 1.0f + 0x1p-12f, exact = float(k) * near_one * near_one;
-  Tensor x = empty({1, k}), bias = empty({1});
-  for (int64_t i = 0; i < k; ++i) x.data<float>()[i] = near_one;
-  bias.data<float>()[0] = 0.5f;
+  Tensor x = empty({m, k}), bias = empty({m});
+  for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = near_one;
+  for (int64_t i = 0; i < m; ++i) bias.data<float>()[i] = 0.5f;
   Tensor xd = mirror(x, device), bd = mirror(bias, device);
+  // Every element of the m x m result, which must all be equal: that value, else NaN.
+  auto only_value = [](const Tensor& out) {
+    std::vector<double> v = values(out);
+    for (double e : v)
+      if (e != v[0]) return std::nan("");
+    return v[0];
+  };
   auto linear_value = [&] {
-    Tensor out = empty({1, 1}, DType::f32, device);
+    Tensor out = empty({m, m}, DType::f32, device);
     kernels_of(device).linear(out, xd, xd, bd);
-    return values(out)[0];
+    return only_value(out);
   };
   auto matmul_value = [&] {
-    Tensor out = empty({1, 1, 1}, DType::f32, device);
-    kernels_of(device).matmul(out, make_view(xd, {1, 1, k}, {k, k, 1}, 0),
-                              make_view(xd, {1, k, 1}, {k, 1, 1}, 0));
-    return values(out)[0];
+    Tensor out = empty({1, m, m}, DType::f32, device);
+    kernels_of(device).matmul(out, make_view(xd, {1, m, k}, {m * k, k, 1}, 0),
+                              make_view(xd, {1, k, m}, {m * k, 1, k}, 0));
+    return only_value(out);
   };
   CHECK(matmul_value() == doctest::Approx(exact).epsilon(1e-6));
   CHECK(linear_value() == doctest::Approx(exact + 0.5).epsilon(1e-6));

@@ -1,5 +1,5 @@
 // reduce on sim/cuda against the cpu kernels: every op and dtype, inner/outer/middle and
-// multiple dims, both launch shapes (serial and block per output), strided inputs and
+// multiple dims, every launch shape (serial, warp, block per output, chunks), strided inputs and
 // outputs, NaN and tie handling of the arg ops.
 #include <limits>
 
@@ -77,6 +77,24 @@ GPU_KERNEL_TEST(reduce_columns_in_chunks) {
       check_reduce(device, op, random_strided({2, 5000}, dtype, 36), {0, 1});
     }
   }
+}
+
+// The warp shape: contiguous reductions of 32..8192 elements into 2048+ outputs (row sums),
+// every op and dtype. Rows of 256 at a stride of 257, one element in, start on and off the
+// 16-byte boundary in turn (vectors, then scalar lanes); 45 is no multiple of any vector.
+GPU_KERNEL_TEST(reduce_rows_a_warp_each) {
+#define RG_OP(name) ReduceOp::name,
+  const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
+#undef RG_OP
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
+    const Tensor wide = random_tensor({2049, 257}, dtype, 42);
+    for (ReduceOp op : ops) {
+      if (op == ReduceOp::mean && !is_floating(dtype)) continue;
+      check_reduce(device, op, random_tensor({2050, 45}, dtype, 41), {1});
+      check_reduce(device, op, make_view(wide, {2049, 256}, {257, 1}, 1), {1});
+    }
+  }
+  check_reduce(device, ReduceOp::sum, random_tensor({2048, 1024}, DType::f32, 43), {1});
 }
 
 GPU_KERNEL_TEST(reduce_into_a_strided_output) {

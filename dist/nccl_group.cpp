@@ -138,7 +138,9 @@ class NcclGroup : public ProcessGroup {
       else
         ncclCommAbort(comm_);
     }
-    if (stream_) retire_stream(device_.index, stream_);
+    // After a failure the stream may still hold an aborted NCCL kernel: it is neither waited
+    // for (a destructor must not hang on a dead peer) nor reused; it stays allocated.
+    if (stream_ && failure().empty()) retire_stream(device_.index, stream_);
   }
 
   const char* backend_name() const override { return "nccl"; }

@@ -1,9 +1,9 @@
 // Multi-tensor scale (gradient clipping): x = x * s in place for every tensor of a list of
 // one floating dtype, one launch per TensorBatch (multi_tensor.cuh: a 512-thread block per
 // (tensor, chunk of 65536 elements), threads striding the chunk in 16-byte vectors where the
-// tensor is aligned, coalesced). s is the scale
-// as stored in the dtype (the op rounds it); the product is taken in the compute type and
-// rounded once (__fmul_rn / __dmul_rn: never fused), the bits of x.mul_(s).
+// tensor is aligned, coalesced). s is the scale as stored in the dtype (the op rounds it);
+// the product is taken in the compute type and rounded once (__fmul_rn / __dmul_rn: never
+// fused), the bits of x.mul_(s).
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
 

@@ -43,8 +43,11 @@ struct MemoryFile {
   }
 };
 
+// MAP_POPULATE: the pages are allocated and mapped now, not by a page fault on the first
+// message through each of them (a fault per 4 KiB, in both processes, tripled the time of
+// 4 KiB all-reduces until the first 4 MiB had gone round the ring).
 std::shared_ptr<void> map_file(int fd, size_t bytes, const std::string& what) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   RG_CHECK(p != MAP_FAILED, what, ": mmap of ", bytes, " bytes failed: ", std::strerror(errno));
   return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
 }

@@ -1,8 +1,9 @@
 // Multi-tensor AdamW: the update of adamw.cu for a list of parameters of one dtype (f32 or
 // f64), one launch per TensorBatch of up to 64 tensors and 2048 blocks (multi_tensor.cuh:
 // block -> (tensor, chunk of 65536 elements)). Each thread of a 512-thread block walks its
-// chunk in strides; where all four pointers of a tensor are 16-byte aligned it moves
-// 16-byte vectors (4 floats, 2 doubles) per load and store. Clipping folds in: each
+// chunk in strides; where all four pointers of a tensor share their offset from a 16-byte
+// boundary it moves 16-byte vectors (4 floats, 2 doubles) per load and store after the
+// chunk's head (walk_chunk). Clipping folds in: each
 // gradient element is read as T(g * T(grad_scale)), the rounding of g.mul_(grad_scale).
 // Same scalars and operation order as adamw.cu, so grad_scale == 1 gives its bits.
 #include <cmath>
@@ -39,22 +40,18 @@ __global__ void __launch_bounds__(kThreads)
   const T* g = static_cast<const T*>(batch.ptr[1][t]) + begin;
   T* m = static_cast<T*>(batch.ptr[2][t]) + begin;
   T* v = static_cast<T*>(batch.ptr[3][t]) + begin;
-  constexpr int kN = Vec16<T>::kN;
-  int64_t i = 0;
-  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
-    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
-      Vec16<T> pv = load16(p + j), mv = load16(m + j), vv = load16(v + j);
-      const Vec16<T> gv = load16(g + j);
-      RG_UNROLL
-      for (int k = 0; k < kN; ++k) adamw_element(pv.v[k], gv.v[k], mv.v[k], vv.v[k], s);
-      store16(p + j, pv);
-      store16(m + j, mv);
-      store16(v + j, vv);
-    }
-    i = n / kN * kN;  // the tail, below
-  }
-  for (int64_t j = i + threadIdx.x; j < n; j += blockDim.x)
-    adamw_element(p[j], g[j], m[j], v[j], s);
+  walk_chunk<Vec16<T>::kN>(
+      n, batch.head[t],
+      [&](int64_t j) {
+        Vec16<T> pv = load16(p + j), mv = load16(m + j), vv = load16(v + j);
+        const Vec16<T> gv = load16(g + j);
+        RG_UNROLL
+        for (int k = 0; k < Vec16<T>::kN; ++k) adamw_element(pv.v[k], gv.v[k], mv.v[k], vv.v[k], s);
+        store16(p + j, pv);
+        store16(m + j, mv);
+        store16(v + j, vv);
+      },
+      [&](int64_t j) { adamw_element(p[j], g[j], m[j], v[j], s); });
 }
 
 void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
@@ -76,7 +73,7 @@ void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& arg
   dispatch_dtype<DTypes::f32_f64>(
       sets[0].param.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
         const AdamWScalars<T> s = adamw_scalars<T>(args, grad_scale);
-        for_each_batch<4>(ptrs, numels, [&](const TensorBatch<4>& batch, int blocks) {
+        for_each_batch<4>(ptrs, numels, sizeof(T), [&](const TensorBatch<4>& batch, int blocks) {
           cfg.grid = dim3(static_cast<unsigned>(blocks));
           launch(adamw_multi_kernel<T>, cfg, batch, s);
         });

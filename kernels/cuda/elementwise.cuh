@@ -11,6 +11,11 @@
 //   element count and every operand's largest offset fit in 31 bits (any tensor under 8 GiB
 //   of f32), the index math is 32-bit with each size's division precomputed as a multiply
 //   and shift (OffsetCalc32, fast_divider.cuh): no 64-bit div/rem per dimension.
+// Strided rows of 16 bytes: when every operand's innermost (merged) dim has stride 1, its
+//   size is a multiple of V, every outer stride a multiple of V and every pointer 16-byte
+//   aligned (a bias row broadcast over a matrix: strides {0, 1}), each thread maps the first
+//   of V consecutive elements through the 32-bit offset calculator and moves all V as one
+//   vector per operand: one index computation per V elements, not per element.
 // Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
 #pragma once
 #include <array>
@@ -160,6 +165,20 @@ inline VecPlan plan_vectors(const uintptr_t* addresses, const size_t* itemsizes,
   return {true, head < n ? head : n};
 }
 
+// out[0 .. V) = f(in[0 .. V)...), each operand moved as one aligned vector.
+template <int V, typename Out, typename F, typename... In>
+RG_HD inline void apply_vector(const F& f, Out* out, const In*... in) {
+  Vec<Out, V> r;
+  RG_UNROLL
+  for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in)->v[j]...);
+#if RG_SIM  // 16 one-byte stores of one value become a memset, which sim-check cannot see
+  if constexpr (sizeof(Out) == 1) {
+    for (int j = 0; j < V; ++j) static_cast<volatile Out*>(out)[j] = Out(r.v[j]);
+  } else
+#endif
+    *reinterpret_cast<Vec<Out, V>*>(out) = r;
+}
+
 // Thread t runs element t of the head (t < head), then the V elements from head + t * V:
 // as one vector when Vectors and all V are in range, else one by one.
 template <int V, bool Vectors, typename Out, typename F, typename... In>
@@ -169,15 +188,7 @@ __global__ void __launch_bounds__(kElementwiseBlock)
   if (t < head) out[t] = f(in[t]...);
   const int64_t base = head + t * V;
   if (Vectors && base + V <= n) {
-    Vec<Out, V> r;
-    RG_UNROLL
-    for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in + base)->v[j]...);
-#if RG_SIM  // 16 one-byte stores of one value become a memset, which sim-check cannot see
-    if constexpr (sizeof(Out) == 1) {
-      for (int j = 0; j < V; ++j) static_cast<volatile Out*>(out + base)[j] = Out(r.v[j]);
-    } else
-#endif
-      *reinterpret_cast<Vec<Out, V>*>(out + base) = r;
+    apply_vector<V>(f, out + base, (in + base)...);
   } else {
     RG_UNROLL
     for (int j = 0; j < V; ++j)
@@ -200,6 +211,37 @@ __global__ void __launch_bounds__(kElementwiseBlock)
   Index off[1 + sizeof...(In)];
   calc.offsets(Index(i), off);
   apply_at(std::index_sequence_for<In...>{}, off, f, out, in...);
+}
+
+template <int V, typename Out, typename F, typename... In, size_t... I>
+RG_HD inline void apply_vector_at(std::index_sequence<I...>, const uint32_t* off, const F& f,
+                                  Out* out, const In*... in) {
+  apply_vector<V>(f, out + off[0], (in + off[I + 1])...);
+}
+
+// Thread t runs elements [t V, t V + V), all in one row (see "Strided rows" above).
+template <int V, int N, typename Out, typename F, typename... In>
+__global__ void __launch_bounds__(kElementwiseBlock)
+    strided_rows_kernel(int64_t n, OffsetCalc32<N> calc, F f, Out* out, const In*... in) {
+  const int64_t first = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V;
+  if (first >= n) return;
+  uint32_t off[N];
+  calc.offsets(uint32_t(first), off);
+  apply_vector_at<V>(std::index_sequence_for<In...>{}, off, f, out, in...);
+}
+
+// True when strided_rows_kernel applies: innermost strides 1, sizes and outer strides
+// multiples of V, every address aligned to V of its own elements.
+template <int N>
+bool rows_take_vectors(const OffsetCalc<N>& calc, int V, const uintptr_t* addresses,
+                       const size_t* itemsizes) {
+  if (V == 1 || calc.ndim == 0 || calc.sizes[calc.ndim - 1] % V != 0) return false;
+  for (int k = 0; k < N; ++k) {
+    if (calc.strides[calc.ndim - 1][k] != 1 || addresses[k] % (itemsizes[k] * V) != 0) return false;
+    for (int d = 0; d + 1 < calc.ndim; ++d)
+      if (calc.strides[d][k] % V != 0) return false;
+  }
+  return true;
 }
 
 // Runs out = f(ins...) elementwise. Out and In... are the storage types of the tensors.
@@ -226,12 +268,12 @@ void elementwise(const char* name, const F& f, const Tensor& out,
         },
         ins);
   };
+  constexpr int V = vec_width<Out, In...>();
+  std::array<uintptr_t, 1 + sizeof...(In)> addresses{reinterpret_cast<uintptr_t>(out.data_ptr())};
+  const std::array<size_t, 1 + sizeof...(In)> itemsizes{sizeof(Out), sizeof(In)...};
+  for (size_t k = 0; k < ins.size(); ++k)
+    addresses[k + 1] = reinterpret_cast<uintptr_t>(ins[k].data_ptr());
   if (contiguous) {
-    constexpr int V = vec_width<Out, In...>();
-    std::array<uintptr_t, 1 + sizeof...(In)> addresses{reinterpret_cast<uintptr_t>(out.data_ptr())};
-    const std::array<size_t, 1 + sizeof...(In)> itemsizes{sizeof(Out), sizeof(In)...};
-    for (size_t k = 0; k < ins.size(); ++k)
-      addresses[k + 1] = reinterpret_cast<uintptr_t>(ins[k].data_ptr());
     const VecPlan plan = plan_vectors(addresses.data(), itemsizes.data(), 1 + sizeof...(In), V, n);
     if (plan.vectors)  // enough threads for the head (< V) and for the vectors after it
       call(contiguous_kernel<V, true, Out, F, In...>,
@@ -246,7 +288,9 @@ void elementwise(const char* name, const F& f, const Tensor& out,
     for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = &ins[k].strides();
   constexpr int N = 1 + sizeof...(In);
   auto calc = make_offset_calc<N>(name, out.shape(), strides);
-  if (fits_32bit(calc, n))
+  if (fits_32bit(calc, n) && rows_take_vectors(calc, V, addresses.data(), itemsizes.data()))
+    call(strided_rows_kernel<V, N, Out, F, In...>, n / V, narrow_to_32bit(calc));
+  else if (fits_32bit(calc, n))
     call(strided_kernel<uint32_t, OffsetCalc32<N>, Out, F, In...>, n, narrow_to_32bit(calc));
   else
     call(strided_kernel<int64_t, OffsetCalc<N>, Out, F, In...>, n, calc);

@@ -10,6 +10,11 @@
 // multi-tensor kernels ran at 0.3-0.56x a memcpy on an H200. The struct is 13.1 KiB at
 // Depth 4: over the classic 4 KiB kernel-parameter limit, within the 32 KiB one of CUDA 12.1+
 // on Volta and later (nvcc refuses a kernel whose parameters do not fit).
+// Within its chunk a block moves 16-byte vectors (walk_chunk): the elements before the first
+// 16-byte boundary and after the last whole vector one by one. Chunk starts keep a tensor's
+// misalignment (kChunk is a multiple of any vector width), so one head per tensor serves every
+// chunk; a tensor whose pointers sit at different offsets from a boundary goes element by
+// element (the parameter views of a flat buffer at odd offsets were all scalar before).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -28,16 +33,50 @@ struct TensorBatch {
   void* ptr[Depth][kBatchTensors];
   int64_t numel[kBatchTensors];
   int64_t first_slot[kBatchTensors];  // the global chunk number of the tensor's chunk 0
-  bool aligned[kBatchTensors];        // every pointer of the tensor 16-byte aligned
+  int8_t head[kBatchTensors];  // elements before every pointer's first 16-byte boundary; -1: none
   uint8_t block_tensor[kBatchBlocks];
   int32_t block_chunk[kBatchBlocks];
 };
 
+// The elements of `itemsize` bytes before the first 16-byte boundary, the same for every
+// pointer, or -1 when they differ (or a pointer is not element-aligned).
+template <int Depth>
+int8_t common_head(const std::array<void*, Depth>& ptrs, size_t itemsize) {
+  int head = -1;
+  for (int d = 0; d < Depth; ++d) {
+    const size_t to_boundary = (16 - reinterpret_cast<uintptr_t>(ptrs[d]) % 16) % 16;
+    if (to_boundary % itemsize != 0) return -1;
+    const int mine = int(to_boundary / itemsize);
+    if (d > 0 && mine != head) return -1;
+    head = mine;
+  }
+  return int8_t(head);
+}
+
+// Runs vector(j) for each whole 16-byte vector of kN elements [j, j + kN) of a chunk of n
+// elements whose first boundary is `head` elements in, and scalar(j) for the elements before
+// it and after the last vector (head < 0: for all of them). Threads stride by blockDim.
+template <int kN, typename Vector, typename Scalar>
+__device__ inline void walk_chunk(int64_t n, int head, const Vector& vector, const Scalar& scalar) {
+  int64_t rest = 0;  // where the scalar tail starts
+  if (head >= 0) {
+    const int64_t first = min_of(int64_t(head), n);
+    if (int64_t(threadIdx.x) < first) scalar(int64_t(threadIdx.x));
+    RG_UNROLL4
+    for (int64_t j = first + int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN)
+      vector(j);
+    rest = first + (n - first) / kN * kN;
+  }
+  for (int64_t j = rest + threadIdx.x; j < n; j += blockDim.x) scalar(j);
+}
+
 // Calls launch_batch(batch, blocks) for each batch of the chunks of tensors `ptrs` (Depth
-// pointers per tensor) of sizes `numels`; empty tensors are skipped.
+// pointers per tensor, elements of `itemsize` bytes) of sizes `numels`; empty tensors are
+// skipped.
 template <int Depth, typename LaunchBatch>
 void for_each_batch(const std::vector<std::array<void*, Depth>>& ptrs,
-                    const std::vector<int64_t>& numels, LaunchBatch&& launch_batch) {
+                    const std::vector<int64_t>& numels, size_t itemsize,
+                    LaunchBatch&& launch_batch) {
   TensorBatch<Depth> batch{};
   int tensors = 0, blocks = 0;
   int64_t slot = 0;
@@ -48,9 +87,7 @@ void for_each_batch(const std::vector<std::array<void*, Depth>>& ptrs,
         for (int d = 0; d < Depth; ++d) batch.ptr[d][tensors] = ptrs[t][d];
         batch.numel[tensors] = numels[t];
         batch.first_slot[tensors] = slot;
-        bool aligned = true;
-        for (int d = 0; d < Depth; ++d) aligned = aligned && aligned16(ptrs[t][d]);
-        batch.aligned[tensors] = aligned;
+        batch.head[tensors] = common_head<Depth>(ptrs[t], itemsize);
         ++tensors;
       }
       batch.block_tensor[blocks] = uint8_t(tensors - 1);

@@ -1,9 +1,9 @@
 // Multi-tensor scale (gradient clipping): x = x * s in place for every tensor of a list of
 // one floating dtype, one launch per TensorBatch (multi_tensor.cuh: a 512-thread block per
-// (tensor, chunk of 65536 elements), threads striding the chunk in 16-byte vectors where the
-// tensor is aligned, coalesced). s is the scale as stored in the dtype (the op rounds it);
-// the product is taken in the compute type and rounded once (__fmul_rn / __dmul_rn: never
-// fused), the bits of x.mul_(s).
+// (tensor, chunk of 65536 elements), threads striding the chunk in 16-byte vectors after
+// its head, coalesced). s is the scale as stored in the dtype (the op rounds it); the product
+// is taken in the compute type and rounded once (__fmul_rn / __dmul_rn: never fused), the
+// bits of x.mul_(s).
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
 
@@ -20,20 +20,16 @@ __global__ void __launch_bounds__(kThreads) scale_multi_kernel(TensorBatch<1> ba
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
   T* x = static_cast<T*>(batch.ptr[0][t]) + begin;
   const C s = C(scale);
-  constexpr int kN = Vec16<T>::kN;
-  int64_t tail = 0;
-  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
-    RG_UNROLL4
-    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
-      Vec16<T> xv = load16(x + j);
-      RG_UNROLL
-      for (int k = 0; k < kN; ++k) xv.v[k] = convert<T>(mul_rounded(convert<C>(xv.v[k]), s));
-      store16(x + j, xv);
-    }
-    tail = n / kN * kN;
-  }
-  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x)
-    x[j] = convert<T>(mul_rounded(convert<C>(x[j]), s));
+  auto scale_one = [&](T xi) { return convert<T>(mul_rounded(convert<C>(xi), s)); };
+  walk_chunk<Vec16<T>::kN>(
+      n, batch.head[t],
+      [&](int64_t j) {
+        Vec16<T> xv = load16(x + j);
+        RG_UNROLL
+        for (int k = 0; k < Vec16<T>::kN; ++k) xv.v[k] = scale_one(xv.v[k]);
+        store16(x + j, xv);
+      },
+      [&](int64_t j) { x[j] = scale_one(x[j]); });
 }
 
 void run_scale_multi(const std::vector<Tensor>& tensors, double scale) {
@@ -48,7 +44,7 @@ void run_scale_multi(const std::vector<Tensor>& tensors, double scale) {
   cfg.uses_sync = false;
   dispatch_dtype<DTypes::floating, bf16>(
       tensors[0].dtype(), "scale_multi", [&]<typename T>(TypeTag<T>) {
-        for_each_batch<1>(ptrs, numels, [&](const TensorBatch<1>& b, int blocks) {
+        for_each_batch<1>(ptrs, numels, sizeof(T), [&](const TensorBatch<1>& b, int blocks) {
           cfg.grid = dim3(static_cast<unsigned>(blocks));
           launch(scale_multi_kernel<T>, cfg, b, scale);
         });

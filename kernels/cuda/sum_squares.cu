@@ -2,7 +2,7 @@
 // tensors[i], for a list of tensors of one floating dtype. Two passes, split by the sizes
 // only, so the bits are deterministic: (1) one launch per TensorBatch (multi_tensor.cuh): a
 // 512-thread block per (tensor, chunk of 65536 elements), each thread striding its chunk in
-// 16-byte vectors where the tensor is aligned, summing in double, then a block all-reduction
+// 16-byte vectors after its head (walk_chunk), summing in double, then a block all-reduction
 // (block_reduce.cuh) into the chunk's partial; (2) a thread per tensor adds its chunk partials in
 // order into out. The order differs from the cpu kernel's 16 lanes, so cpu and sim agree to
 // rounding (not bit for bit).
@@ -26,25 +26,19 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t begin = int64_t(batch.block_chunk[blockIdx.x]) * kChunk;
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
   const T* x = static_cast<const T*>(batch.ptr[0][t]) + begin;
-  constexpr int kN = Vec16<T>::kN;
   double acc = 0.0;
-  int64_t tail = 0;
-  if (batch.aligned[t]) {  // chunk starts keep the alignment: kChunk is a multiple of kN
-    RG_UNROLL4
-    for (int64_t j = int64_t(threadIdx.x) * kN; j + kN <= n; j += int64_t(blockDim.x) * kN) {
-      const Vec16<T> xv = load16(x + j);
-      RG_UNROLL
-      for (int k = 0; k < kN; ++k) {
-        const double v = double(convert<acc_t<T>>(xv.v[k]));
-        acc += v * v;
-      }
-    }
-    tail = n / kN * kN;
-  }
-  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x) {
-    const double v = double(convert<acc_t<T>>(x[j]));
+  auto add_square = [&](T xi) {
+    const double v = double(convert<acc_t<T>>(xi));
     acc += v * v;
-  }
+  };
+  walk_chunk<Vec16<T>::kN>(
+      n, batch.head[t],
+      [&](int64_t j) {
+        const Vec16<T> xv = load16(x + j);
+        RG_UNROLL
+        for (int k = 0; k < Vec16<T>::kN; ++k) add_square(xv.v[k]);
+      },
+      [&](int64_t j) { add_square(x[j]); });
   acc = block_allreduce(acc, SumOp{}, 0.0, scratch);
   if (threadIdx.x == 0) partials[batch.first_slot[t] + batch.block_chunk[blockIdx.x]] = acc;
 }
@@ -82,7 +76,7 @@ void run_sum_squares(const Tensor& out, const std::vector<Tensor>& tensors) {
   cfg.stream = stream_for(out);
   dispatch_dtype<DTypes::floating, bf16>(
       tensors[0].dtype(), "sum_squares_multi", [&]<typename T>(TypeTag<T>) {
-        for_each_batch<1>(ptrs, numels, [&](const TensorBatch<1>& b, int blocks) {
+        for_each_batch<1>(ptrs, numels, sizeof(T), [&](const TensorBatch<1>& b, int blocks) {
           cfg.grid = dim3(static_cast<unsigned>(blocks));
           launch(sum_squares_chunks_kernel<T>, cfg, b, partials);
         });

@@ -137,6 +137,36 @@ GPU_KERNEL_TEST(binary_backward_matches_cpu) {
   }
 }
 
+// The strided path's 16-byte rows (a bias row broadcast over a matrix, rows of a multiple of
+// the vector width) and its fallbacks: a row that starts off the vector boundary, rows of a
+// width that is not a multiple, a 3-d broadcast, and the 4-input backward.
+GPU_KERNEL_TEST(binary_row_broadcast_by_16_byte_vectors) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64}) {
+    for (const Shape& shape : {Shape{6, 64}, Shape{3, 4, 32}, Shape{5, 12}, Shape{2, 8}}) {
+      const int64_t cols = shape.back(), inner = shape.size() == 3 ? shape[1] * cols : cols;
+      for (int64_t offset : {0, 1}) {
+        Tensor base = random_tensor({inner + 1}, dtype, 31);
+        Strides st(shape.size(), 0);
+        st.back() = 1;
+        if (shape.size() == 3) st[1] = cols;
+        Tensor a = random_tensor(shape, dtype, 32), g = random_tensor(shape, dtype, 33);
+        Tensor b = make_view(base, shape, st, offset);
+        Tensor bd = make_view(mirror(base, device), shape, st, offset);
+        Tensor want = empty(shape, dtype), got = empty(shape, dtype, device);
+        cpu_kernels().binary(BinaryOp::add, want, a, b);
+        kernels_of(device).binary(BinaryOp::add, got, mirror(a, device), bd);
+        const std::string what = str(dtype, " ", shape_str(shape), " offset ", offset);
+        expect_close(got, want, 0, what);
+        Tensor gwant = empty(shape, dtype), ggot = empty(shape, dtype, device);
+        cpu_kernels().binary_backward(BinaryOp::mul, 1, gwant, g, a, b, want);
+        kernels_of(device).binary_backward(BinaryOp::mul, 1, ggot, mirror(g, device),
+                                           mirror(a, device), bd, mirror(want, device));
+        expect_close(ggot, gwant, -1, what + " backward");
+      }
+    }
+  }
+}
+
 GPU_KERNEL_TEST(binary_on_odd_sizes_and_unaligned_views) {
   for (const Shape& shape : kSizes1d) {
     Tensor a = random_tensor(shape, DType::f32, 1), b = random_tensor(shape, DType::f32, 2);

@@ -370,6 +370,49 @@ GPU_KERNEL_TEST(sum_squares_and_scale_multi_match_cpu) {
   }
 }
 
+// The multi-tensor kernels on views of flat buffers that start off a 16-byte boundary: the
+// same offset in every buffer (scalar head, then vectors: 70003 elements span 2 chunks) and
+// different offsets per buffer (element by element), against cpu. The views of one buffer do
+// not overlap; the gradients (buffer 1) are also the list that is summed and scaled.
+GPU_KERNEL_TEST(multi_tensor_kernels_on_views_off_the_16_byte_boundary) {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(dtype);
+    const int64_t sizes[] = {70003, 37, 5, 1}, starts[] = {1, 70010, 70050, 70060};
+    std::vector<Tensor> flat_cpu, flat_dev;
+    for (int b = 0; b < 4; ++b) {
+      flat_cpu.push_back(random_tensor({70100}, dtype, 700 + b, b == 3 ? 0.0 : -1.0, 1.0));
+      flat_dev.push_back(mirror(flat_cpu.back(), device));
+    }
+    for (bool same_offsets : {true, false}) {
+      std::vector<AdamWTensors> cpu_sets, dev_sets;
+      std::vector<Tensor> cpu_list, dev_list;
+      for (int i = 0; i < 4; ++i) {
+        auto view = [&](const Tensor& flat, int b) {
+          return make_view(flat, {sizes[i]}, {1}, starts[i] + (same_offsets ? 0 : b));
+        };
+        cpu_sets.push_back({view(flat_cpu[0], 0), view(flat_cpu[1], 1), view(flat_cpu[2], 2),
+                            view(flat_cpu[3], 3)});
+        dev_sets.push_back({view(flat_dev[0], 0), view(flat_dev[1], 1), view(flat_dev[2], 2),
+                            view(flat_dev[3], 3)});
+        cpu_list.push_back(view(flat_cpu[1], 1));
+        dev_list.push_back(view(flat_dev[1], 1));
+      }
+      const std::string what = same_offsets ? "same offsets" : "different offsets";
+      Tensor want = empty({4}, DType::f64), got = empty({4}, DType::f64, device);
+      cpu_kernels().sum_squares_multi(want, cpu_list);
+      kernels_of(device).sum_squares_multi(got, dev_list);
+      expect_close(got, want, 1e-13, what + ": sum of squares");
+      AdamWArgs args{1e-2, 0.9, 0.999, 1e-8, 0.1, 2};
+      cpu_kernels().adamw_multi(cpu_sets, args, 0.5);
+      kernels_of(device).adamw_multi(dev_sets, args, 0.5);
+      for (int b = 0; b < 4; ++b) expect_close(flat_dev[b], flat_cpu[b], loose(dtype), what);
+      cpu_kernels().scale_multi(cpu_list, 0.37);
+      kernels_of(device).scale_multi(dev_list, 0.37);
+      for (int i = 0; i < 4; ++i) expect_close(dev_list[i], cpu_list[i], 0, what + ": scaled");
+    }
+  }
+}
+
 GPU_KERNEL_TEST(attention_and_backward_match_cpu) {
   struct Case {
     int64_t B, T, S, D, Dv;

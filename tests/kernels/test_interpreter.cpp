@@ -274,13 +274,13 @@ TEST_CASE(
   }
   std::vector<std::pair<int64_t, int64_t>> seen;  // (first_slot + chunk, numel), in launch order
   int launches = 0;
-  for_each_batch<2>(ptrs, numels, [&](const TensorBatch<2>& b, int blocks) {
+  for_each_batch<2>(ptrs, numels, 4, [&](const TensorBatch<2>& b, int blocks) {
     ++launches;
     CHECK(blocks <= kBatchBlocks);
     for (int k = 0; k < blocks; ++k) {
       const int t = b.block_tensor[k];
       CHECK(t < kBatchTensors);
-      CHECK(b.aligned[t] == (b.ptr[1][t] != ptrs[5][1]));
+      CHECK(b.head[t] == (b.ptr[1][t] != ptrs[5][1] ? 0 : -1));  // tensor 5: 0 vs 3
       CHECK(int64_t(b.block_chunk[k]) * kChunk < b.numel[t]);
       seen.emplace_back(b.first_slot[t] + b.block_chunk[k], b.numel[t]);
     }
@@ -290,6 +290,17 @@ TEST_CASE(
   REQUIRE(int64_t(seen.size()) == slots);
   for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i].first == int64_t(i));
   CHECK(launches == 4);  // 4101 chunks of tensor 3: 3 launches; 78 other tensors: 64 per launch
+}
+
+TEST_CASE("multi_tensor_apply: one head per tensor, the elements before every pointer's boundary") {
+  using namespace rg::sim;
+  auto at = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+  CHECK(common_head<2>({at(0x1000), at(0x2000)}, 4) == 0);
+  CHECK(common_head<2>({at(0x1004), at(0x2004)}, 4) == 3);   // 12 bytes to the boundary
+  CHECK(common_head<2>({at(0x1004), at(0x2008)}, 4) == -1);  // 3 vs 2: no common one
+  CHECK(common_head<1>({at(0x1002)}, 4) == -1);              // not float-aligned
+  CHECK(common_head<1>({at(0x1008)}, 8) == 1);
+  CHECK(common_head<1>({at(0x100e)}, 2) == 1);
 }
 
 TEST_CASE("cuda: kernel tests run only with a GPU") {

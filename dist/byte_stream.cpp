@@ -43,6 +43,13 @@ void Doorbell::wait(uint32_t seen, std::chrono::microseconds max) {
   sleepers.fetch_sub(1);
 }
 
+size_t ByteStream::read_with(size_t n, const std::function<void(const char*, size_t)>& take) {
+  char buffer[16384];
+  const size_t k = read_some(buffer, std::min(n, sizeof(buffer)));
+  if (k > 0) take(buffer, k);
+  return k;
+}
+
 RingBuffer* RingBuffer::create(void* memory, size_t capacity) {
   RG_CHECK(reinterpret_cast<uintptr_t>(memory) % kRingAlignment == 0,
            "RingBuffer::create: memory at ", memory, " is not ", kRingAlignment,
@@ -77,23 +84,24 @@ class RingStream : public ByteStream {
   }
 
   size_t read_some(void* data, size_t n) override {
+    char* to = static_cast<char*>(data);
+    return read_with(n, [&to](const char* from, size_t k) {
+      std::memcpy(to, from, k);
+      to += k;
+    });
+  }
+
+  size_t read_with(size_t n, const std::function<void(const char*, size_t)>& take) override {
     const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
-    uint64_t w = in_->write_pos.load(std::memory_order_acquire);
-    if (w == r) {
-      if (!in_->writer_closed.load(std::memory_order_acquire)) return 0;
-      w = in_->write_pos.load(std::memory_order_acquire);  // bytes written before the close
-      if (w == r) {
-        if (n == 0) return 0;
-        throw PeerClosed{};
-      }
-    }
+    const uint64_t w = readable_end(r, n);
     const uint64_t cap = in_->capacity;
     const size_t k = std::min<uint64_t>(n, w - r);
+    if (k == 0) return 0;
     const size_t at = r % cap, first = std::min<size_t>(k, cap - at);
-    std::memcpy(data, in_->bytes() + at, first);
-    std::memcpy(static_cast<char*>(data) + first, in_->bytes(), k - first);
-    in_->read_pos.store(r + k, std::memory_order_release);
-    if (bell_ && k) bell_->ring();
+    take(in_->bytes() + at, first);
+    if (k > first) take(in_->bytes(), k - first);
+    in_->read_pos.store(r + k, std::memory_order_release);  // the writer may reuse them now
+    if (bell_) bell_->ring();
     return k;
   }
 
@@ -106,6 +114,16 @@ class RingStream : public ByteStream {
   }
 
  private:
+  // The write position up to which bytes from read position r can be read (r: none yet).
+  // Throws PeerClosed when the writer closed after its last byte and n bytes are wanted.
+  uint64_t readable_end(uint64_t r, size_t n) {
+    uint64_t w = in_->write_pos.load(std::memory_order_acquire);
+    if (w != r || !in_->writer_closed.load(std::memory_order_acquire)) return w;
+    w = in_->write_pos.load(std::memory_order_acquire);  // bytes written before the close
+    if (w == r && n > 0) throw PeerClosed{};
+    return w;
+  }
+
   RingBuffer* out_;
   RingBuffer* in_;
   Doorbell* bell_;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace rg::dist {
@@ -21,6 +22,10 @@ class ByteStream {
   virtual ~ByteStream() = default;
   virtual size_t write_some(const void* data, size_t n) = 0;
   virtual size_t read_some(void* data, size_t n) = 0;
+  // Reads up to n bytes and hands them, in order, to take(bytes, length), in place where the
+  // stream can (a ring: straight out of its memory; a socket: through a 16 KiB buffer);
+  // returns how many were read.
+  virtual size_t read_with(size_t n, const std::function<void(const char*, size_t)>& take);
   virtual int fd() const { return -1; }  // a descriptor poll() can wait on, or -1
   virtual void close() = 0;              // tells the other side this side is done
 };

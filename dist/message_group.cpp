@@ -25,8 +25,10 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "core/storage.h"
+#include "dist/combine_bytes.h"
 
 namespace rg::dist {
 namespace {
@@ -82,6 +84,7 @@ struct MessageOp {
   Tensor keep;  // keeps the memory alive while the op is pending
   WireHeader header;
   size_t header_done = 0, payload_done = 0;
+  std::optional<ByteCombiner> combine;  // a receive that folds the payload into data
   bool done = false;
   std::string error;
 };
@@ -126,8 +129,10 @@ class MessagePump {
     }
   }
 
-  OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env) {
+  OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env,
+             std::optional<CombineOp> combine = std::nullopt) {
     auto op = std::make_shared<MessageOp>();
+    if (combine) op->combine = ByteCombiner{static_cast<char*>(t.data_ptr()), t.dtype(), *combine};
     op->is_send = is_send;
     op->peer = peer;
     op->env = env;
@@ -363,9 +368,13 @@ class MessagePump {
       }
       if (p.in_op) {
         MessageOp& op = *p.in_op;
-        size_t k = op.nbytes > op.payload_done ? p.link.data->read_some(op.data + op.payload_done,
-                                                                        op.nbytes - op.payload_done)
-                                               : 0;
+        const size_t want = op.nbytes - op.payload_done;
+        size_t k = 0;
+        if (want > 0 && op.combine)
+          k = p.link.data->read_with(
+              want, [&op](const char* bytes, size_t n) { op.combine->take(bytes, n); });
+        else if (want > 0)
+          k = p.link.data->read_some(op.data + op.payload_done, want);
         op.payload_done += k;
         moved |= k > 0;
         if (op.payload_done < op.nbytes) return moved;
@@ -460,7 +469,10 @@ class MessagePump {
 
   void deliver(int peer, Unexpected& u, const OpPtr& op) {
     if (!matches(peer, u.header, *op)) return;
-    if (op->nbytes) std::memcpy(op->data, u.payload.data(), op->nbytes);
+    if (op->combine)
+      op->combine->take(u.payload.data(), op->nbytes);
+    else if (op->nbytes)
+      std::memcpy(op->data, u.payload.data(), op->nbytes);
     op->payload_done = op->nbytes;
     complete(*op);
   }
@@ -591,6 +603,16 @@ class MessageGroup : public ProcessGroup {
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope& env) override {
     return std::make_shared<MessageWork>(pump_, pump_->post(false, t, src, env), options().timeout);
+  }
+  bool combines_on_receive(const Tensor& into) const override {
+    return combines_bytes(into.dtype()) && into.device().is_host_memory();
+  }
+  std::shared_ptr<Work> recv_combine_message(const Tensor& into, int src, const Envelope& env,
+                                             CombineOp op) override {
+    RG_CHECK(combines_on_receive(into), "recv_combine_message: ", dtype_name(into.dtype()), " on ",
+             into.device().str(), " is not folded on receipt");
+    return std::make_shared<MessageWork>(pump_, pump_->post(false, into, src, env, op),
+                                         options().timeout);
   }
 
   void abort(const std::string& reason) override {

@@ -284,6 +284,12 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   return recv_message(tensor, src, env);
 }
 
+std::shared_ptr<Work> ProcessGroup::recv_combine_message(const Tensor& into, int, const Envelope&,
+                                                         CombineOp) {
+  RG_FAIL("recv_combine_message: the ", backend_name(), " backend does not fold ",
+          dtype_name(into.dtype()), " on receipt (ask combines_on_receive first)");
+}
+
 void ProcessGroup::wait_message(Work& work, int peer, const Envelope& env) {
   if (!work.wait(options_.timeout))
     RG_FAIL("rank ", rank_, ": ", describe(env), ": timed out after ", options_.timeout.count(),

@@ -145,6 +145,15 @@ class ProcessGroup {
                                              const Envelope& env) = 0;
   virtual std::shared_ptr<Work> recv_message(const Tensor& tensor, int src,
                                              const Envelope& env) = 0;
+  // A receive that folds the payload into `into` (into = into (op) payload) as it arrives,
+  // where combines_on_receive(into) says the backend can; the others receive into scratch
+  // memory and reduce after (the ring all-reduce asks first).
+  virtual bool combines_on_receive(const Tensor& into) const {
+    (void)into;
+    return false;
+  }
+  virtual std::shared_ptr<Work> recv_combine_message(const Tensor& into, int src,
+                                                     const Envelope& env, CombineOp op);
   // Waits for a message op of a collective; past options().timeout the group fails with an
   // error naming the peer that did not answer.
   virtual void wait_message(Work& work, int peer, const Envelope& env);

@@ -15,6 +15,10 @@
 // neighbours work on theirs. The receive of (s, c) is posted in the same batch as its send
 // (NCCL needs the pair grouped to avoid deadlock; the host transports just start both).
 //
+// Host backends fold each reduce-scatter message into the buffer as its bytes arrive
+// (recv_combine_message: out of the shared-memory ring, with no copy into scratch first);
+// the others receive into two segment-sized scratch halves and reduce after.
+//
 // Determinism: segment k is always summed in ring order starting at rank k, then copied
 // bit for bit to everybody, so all ranks end with identical bits and reruns repeat them.
 // bf16 is reduced in an f32 copy and rounded once at the end; avg divides the sum by N.
@@ -62,19 +66,22 @@ class Ring {
     for (int k = 0; k < n_; ++k) max_seg_ = std::max(max_seg_, seg_[k + 1] - seg_[k]);
     chunks_ = ring_chunks(max_seg_ * static_cast<int64_t>(itemsize(buf.dtype())),
                           pg.options().chunk_bytes);
+    fold_on_receipt_ = pg.combines_on_receive(buf);
   }
 
   // Runs steps [first, last]; steps before N-1 reduce, the others copy.
   void run(int first, int last) {
     if (n_ == 1 || first > last) return;
-    if (first < n_ - 1) temp_ = pg_.scratch(0, 2 * max_seg_, buf_.dtype(), buf_.device());
+    if (first < n_ - 1 && !fold_on_receipt_)
+      temp_ = pg_.scratch(0, 2 * max_seg_, buf_.dtype(), buf_.device());
     recvs_.assign(2, std::vector<std::shared_ptr<Work>>(chunks_));
     for (int64_t c = 0; c < chunks_; ++c) post(first, c);
     for (int s = first; s <= last; ++s) {
       for (int64_t c = 0; c < chunks_; ++c) {
         pg_.wait_message(*recvs_[s % 2][c], left_, env_);
         recvs_[s % 2][c].reset();
-        if (s < n_ - 1) reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
+        if (s < n_ - 1 && !fold_on_receipt_)
+          reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
         if (s < last) post(s + 1, c);
       }
     }
@@ -102,9 +109,12 @@ class Ring {
   }
 
   void post(int s, int64_t c) {
-    Tensor into = s < n_ - 1 ? temp_chunk(s, c) : chunk(recv_segment(s), c);
     pg_.begin_batch();
-    recvs_[s % 2][c] = pg_.recv_message(into, left_, env_);
+    if (s < n_ - 1 && fold_on_receipt_)
+      recvs_[s % 2][c] = pg_.recv_combine_message(chunk(recv_segment(s), c), left_, env_, op_);
+    else
+      recvs_[s % 2][c] =
+          pg_.recv_message(s < n_ - 1 ? temp_chunk(s, c) : chunk(recv_segment(s), c), left_, env_);
     sends_.push_back(pg_.send_message(chunk(send_segment(s), c), right_, env_));
     pg_.end_batch();
   }
@@ -117,6 +127,7 @@ class Ring {
   Envelope env_;
   int n_ = 1, r_ = 0, left_ = 0, right_ = 0;
   int64_t max_seg_ = 0, chunks_ = 1;
+  bool fold_on_receipt_ = false;  // reduce-scatter receives fold into buf (no scratch copy)
   Tensor temp_;
   std::vector<std::vector<std::shared_ptr<Work>>> recvs_;
   std::vector<std::shared_ptr<Work>> sends_;

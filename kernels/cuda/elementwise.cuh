@@ -167,7 +167,7 @@ inline VecPlan plan_vectors(const uintptr_t* addresses, const size_t* itemsizes,
 
 // out[0 .. V) = f(in[0 .. V)...), each operand moved as one aligned vector.
 template <int V, typename Out, typename F, typename... In>
-RG_HD inline void apply_vector(const F& f, Out* out, const In*... in) {
+__device__ inline void apply_vector(const F& f, Out* out, const In*... in) {
   Vec<Out, V> r;
   RG_UNROLL
   for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in)->v[j]...);
@@ -214,8 +214,8 @@ __global__ void __launch_bounds__(kElementwiseBlock)
 }
 
 template <int V, typename Out, typename F, typename... In, size_t... I>
-RG_HD inline void apply_vector_at(std::index_sequence<I...>, const uint32_t* off, const F& f,
-                                  Out* out, const In*... in) {
+__device__ inline void apply_vector_at(std::index_sequence<I...>, const uint32_t* off, const F& f,
+                                       Out* out, const In*... in) {
   apply_vector<V>(f, out + off[0], (in + off[I + 1])...);
 }
 

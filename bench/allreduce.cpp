@@ -7,7 +7,8 @@
 //   bench/allreduce [--backend threads|tcp|nccl|all] [--nproc N] [--min-bytes 4K]
 //                   [--max-bytes 64M] [--factor 4] [--dtype f32|f64|bf16]
 //                   [--baseline gather|mpi] [--rounds R]
-// tcp ranks are forked processes joined through a store hosted by this process; nccl needs
+// tcp ranks are forked processes, each pinned to one CPU (rank r on the r-th allowed one, as
+// mpirun --bind-to core does), joined through a store hosted by this process; nccl needs
 // one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it).
 //
 // --baseline mpi (tcp, f32) measures Open MPI's MPI_Allreduce as the baseline, as
@@ -23,6 +24,7 @@
 // percentage of it. The twin is built only when Meson finds MPI; on Debian:
 //   apt-get install openmpi-bin libopenmpi-dev && meson setup --reconfigure build
 // MPI is never needed to build or test ringgrad.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -253,8 +255,23 @@ void run_rank_vs_mpi(ProcessGroup& pg, const Config& c, int out) {
 
 // Forks c.nproc ranks joined by a tcp group; with `out` >= 0 they run the ringgrad side of
 // --baseline mpi and write to it, else run_rank. Returns false when a rank failed.
+// Rank r runs on the r-th CPU this process may use (modulo their number), as mpirun's
+// --bind-to core places the MPI side; the group's communication thread shares that core.
+void pin_rank(int rank) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (cpus.empty()) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[rank % cpus.size()], &one);
+  sched_setaffinity(0, sizeof(one), &one);  // best effort, like the MPI side's binding
+}
+
 bool run_tcp(const Config& c, int out = -1) {
-  return bench::run_forked_tcp_ranks(c.nproc, "allreduce", nullptr, [&](ProcessGroup& pg) {
+  return bench::run_forked_tcp_ranks(c.nproc, "allreduce", pin_rank, [&](ProcessGroup& pg) {
     if (out >= 0)
       run_rank_vs_mpi(pg, c, out);
     else

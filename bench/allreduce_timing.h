@@ -13,8 +13,9 @@ inline int allreduce_iterations(int64_t bytes) {
       std::clamp<int64_t>((int64_t(256) << 20) / std::max<int64_t>(bytes, 1), 3, 200));
 }
 
-// The latency rows (barrier, 8-byte all-reduce) are timed over more calls.
-constexpr int kLatencyIterations = 2000;
+// The latency rows (barrier, 8-byte all-reduce) are timed over more calls (2000 left the
+// ratio swinging by 2x from one round to the next: a single preemption is 1 ms).
+constexpr int kLatencyIterations = 20000;
 constexpr int64_t kLatencyBytes = 8;
 
 }  // namespace rg::bench

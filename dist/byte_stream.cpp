@@ -26,15 +26,23 @@
 namespace rg::dist {
 
 // Shared (not FUTEX_PRIVATE) futex operations: the word may be mapped by several processes.
+// ring() and announce() are the two halves of Dekker's handshake: each side publishes its own
+// store (the ring position, the sleeper count) before a full fence, then reads the other's,
+// so at least one of them sees the other.
 void Doorbell::ring() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_relaxed) == 0) return;
   seq.fetch_add(1);
-  if (sleepers.load() > 0)
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
-            0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-void Doorbell::wait(uint32_t seen, std::chrono::microseconds max) {
+uint32_t Doorbell::announce() {
   sleepers.fetch_add(1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return seq.load();
+}
+
+void Doorbell::sleep(uint32_t seen, std::chrono::microseconds max) {
   if (seq.load() == seen) {
     timespec timeout{static_cast<time_t>(max.count() / 1000000),
                      static_cast<long>(max.count() % 1000000) * 1000};
@@ -71,16 +79,80 @@ class RingStream : public ByteStream {
   size_t write_some(const void* data, size_t n) override {
     if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
     const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
-    const uint64_t r = out_->read_pos.load(std::memory_order_acquire);
     const uint64_t cap = out_->capacity;
-    const size_t k = std::min<uint64_t>(n, cap - (w - r));
+    // The reader's position is loaded only when the one seen last leaves too little room:
+    // loading it pulls the reader's cache line over on every write.
+    if (cap - (w - read_pos_seen_) < n)
+      read_pos_seen_ = out_->read_pos.load(std::memory_order_acquire);
+    const size_t k = std::min<uint64_t>(n, cap - (w - read_pos_seen_));
     if (k == 0) return 0;
-    const size_t at = w % cap, first = std::min<size_t>(k, cap - at);
-    std::memcpy(out_->bytes() + at, data, first);
-    std::memcpy(out_->bytes(), static_cast<const char*>(data) + first, k - first);
+    copy_in(w, data, k);
     out_->write_pos.store(w + k, std::memory_order_release);
     if (bell_) bell_->ring();
     return k;
+  }
+
+  bool write_whole(const void* a, size_t na, const void* b, size_t nb, bool ring_later) override {
+    if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
+    const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
+    const uint64_t cap = out_->capacity, n = na + nb;
+    if (cap - (w - read_pos_seen_) < n)
+      read_pos_seen_ = out_->read_pos.load(std::memory_order_acquire);
+    if (cap - (w - read_pos_seen_) < n) return false;
+    copy_in(w, a, na);
+    copy_in(w + na, b, nb);
+    if (n <= sizeof(out_->preview)) write_preview(w, a, na, b, nb);
+    out_->write_pos.store(w + n, std::memory_order_release);
+    if (!ring_later) ring_bell();
+    return true;
+  }
+
+  // The seqlock's writer: invalidate, copy the words, then say which position they show.
+  void write_preview(uint64_t w, const void* a, size_t na, const void* b, size_t nb) {
+    uint64_t words[RingBuffer::kPreviewWords] = {};
+    std::memcpy(words, a, na);
+    if (nb) std::memcpy(reinterpret_cast<char*>(words) + na, b, nb);
+    out_->preview_pos.store(RingBuffer::kNoPreview, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (int i = 0; i < RingBuffer::kPreviewWords; ++i)
+      out_->preview[i].store(words[i], std::memory_order_relaxed);
+    out_->preview_pos.store(w, std::memory_order_release);
+  }
+
+  // The seqlock's reader: the first n bytes at read position r, if the preview shows them.
+  bool read_preview(uint64_t r, void* data, size_t n) {
+    if (n > sizeof(in_->preview) || in_->preview_pos.load(std::memory_order_acquire) != r)
+      return false;
+    uint64_t words[RingBuffer::kPreviewWords];
+    for (int i = 0; i < RingBuffer::kPreviewWords; ++i)
+      words[i] = in_->preview[i].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (in_->preview_pos.load(std::memory_order_relaxed) != r) return false;
+    std::memcpy(data, words, n);
+    return true;
+  }
+
+  void ring_bell() override {
+    if (bell_) bell_->ring();
+  }
+
+  size_t readable() override {
+    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
+    return in_->write_pos.load(std::memory_order_acquire) - r;
+  }
+
+  void skip(size_t n) override {
+    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
+    in_->read_pos.store(r + n, std::memory_order_release);  // the writer may reuse them now
+    if (bell_) bell_->ring();
+  }
+
+  void peek(void* data, size_t n) override {
+    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed), cap = in_->capacity;
+    if (read_preview(r, data, n)) return;
+    const size_t at = r % cap, first = std::min<size_t>(n, cap - at);
+    std::memcpy(data, in_->bytes() + at, first);
+    std::memcpy(static_cast<char*>(data) + first, in_->bytes(), n - first);
   }
 
   size_t read_some(void* data, size_t n) override {
@@ -103,6 +175,15 @@ class RingStream : public ByteStream {
     in_->read_pos.store(r + k, std::memory_order_release);  // the writer may reuse them now
     if (bell_) bell_->ring();
     return k;
+  }
+
+  // Copies n bytes to ring position w of out_ (not yet published).
+  void copy_in(uint64_t w, const void* data, size_t n) {
+    if (n == 0) return;  // data may be null
+    const uint64_t cap = out_->capacity;
+    const size_t at = w % cap, first = std::min<size_t>(n, cap - at);
+    std::memcpy(out_->bytes() + at, data, first);
+    std::memcpy(out_->bytes(), static_cast<const char*>(data) + first, n - first);
   }
 
   void close() override {
@@ -128,6 +209,7 @@ class RingStream : public ByteStream {
   RingBuffer* in_;
   Doorbell* bell_;
   std::shared_ptr<void> keepalive_;
+  uint64_t read_pos_seen_ = 0;  // out_->read_pos when last loaded (it only grows)
   bool closed_ = false;
 };
 

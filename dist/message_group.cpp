@@ -28,6 +28,7 @@
 #include <optional>
 
 #include "core/storage.h"
+#include "dist/buffer_math.h"
 #include "dist/combine_bytes.h"
 
 namespace rg::dist {
@@ -72,6 +73,10 @@ Envelope envelope_of(const WireHeader& h) {
                   h.seq,
                   h.count};
 }
+
+// Frames up to this size are read by the direct exchange in one peek (from the ring's
+// preview when it shows them).
+constexpr size_t kPeekedFrameBytes = 256;
 
 std::string seconds(Milliseconds ms) { return str(ms.count() / 1000.0, " s"); }
 
@@ -131,6 +136,12 @@ class MessagePump {
 
   OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env,
              std::optional<CombineOp> combine = std::nullopt) {
+    std::lock_guard lock(mu_);
+    return post_locked(is_send, t, peer, env, combine);
+  }
+
+  OpPtr post_locked(bool is_send, const Tensor& t, int peer, const Envelope& env,
+                    std::optional<CombineOp> combine = std::nullopt) {
     auto op = std::make_shared<MessageOp>();
     if (combine) op->combine = ByteCombiner{static_cast<char*>(t.data_ptr()), t.dtype(), *combine};
     op->is_send = is_send;
@@ -140,7 +151,6 @@ class MessagePump {
     op->nbytes = t.nbytes();
     op->keep = t;
     op->header = header_of(env, op->nbytes);
-    std::lock_guard lock(mu_);
     RG_CHECK(failure_.empty(), failure_);
     Peer& p = peers_[peer];
     if (is_send) {
@@ -167,6 +177,54 @@ class MessagePump {
     return op;
   }
 
+  // The direct exchange of small all-reduces, in two halves: send_exchange writes `mine` to
+  // every peer, receive_exchange reads peer q's buffer into slice q of `inputs` and waits
+  // for everything. While a peer's stream carries nothing else (no message op, nothing
+  // parked), its frames move straight between the shared ring and the buffers on the calling
+  // thread: no op, no allocation, a bounded spin. Whatever cannot (a socket, a ring without
+  // room, another message in front, a peer still silent after the spin) goes through posted
+  // ops and wait_or_fail, which also report every failure. True from send_exchange: every
+  // frame went out whole (nothing is left for a progress loop to push).
+  bool send_exchange(const Tensor& mine, const Envelope& env) {
+    const int n = static_cast<int>(peers_.size());
+    const WireHeader h = header_of(env, mine.nbytes());
+    exchange_sends_.assign(n, nullptr);
+    bool whole = true;
+    std::lock_guard lock(mu_);
+    RG_CHECK(failure_.empty(), failure_);
+    for (int step = 1; step < n; ++step) {  // peers in the order r+1, r+2, ...
+      const int q = (rank_ + step) % n;
+      if (send_whole(peers_[q], h, mine.data_ptr(), mine.nbytes())) continue;
+      exchange_sends_[q] = post_locked(true, mine, q, env);
+      whole = false;
+    }
+    return whole;
+  }
+
+  void receive_exchange(const Tensor& inputs, size_t nbytes, const Envelope& env,
+                        Milliseconds timeout) {
+    const int n = static_cast<int>(peers_.size());
+    const auto count = static_cast<int64_t>(nbytes / itemsize(inputs.dtype()));  // per peer
+    const WireHeader h = header_of(env, nbytes);
+    exchange_recvs_.assign(n, nullptr);
+    exchange_got_.assign(n, 0);
+    receive_fast(h, static_cast<char*>(inputs.data_ptr()));
+    for (int step = 1; step < n; ++step) {
+      const int q = (rank_ + n - step) % n;
+      if (!exchange_got_[q])
+        exchange_recvs_[q] = post(false, flat_slice(inputs, q * count, count), q, env);
+    }
+    for (int q = 0; q < n; ++q) {
+      if (exchange_recvs_[q]) wait_or_fail(*exchange_recvs_[q], timeout);
+      if (exchange_sends_.size() > size_t(q) && exchange_sends_[q])
+        wait_or_fail(*exchange_sends_[q], timeout);
+    }
+    exchange_sends_.assign(n, nullptr);  // drop the ops' tensors now
+    exchange_recvs_.assign(n, nullptr);
+  }
+
+  bool all_rings() const { return !socket_data_; }
+
   bool is_done(const MessageOp& op) {
     std::lock_guard lock(mu_);
     return op.done;
@@ -177,7 +235,6 @@ class MessagePump {
   bool wait(const MessageOp& op, Clock::time_point deadline) {
     Clock::time_point idle_since{};
     for (;;) {
-      uint32_t bell = doorbell_ ? doorbell_->current() : 0;
       bool moved = false;
       {
         std::lock_guard lock(mu_);
@@ -192,7 +249,7 @@ class MessagePump {
       if (moved || idle_since == Clock::time_point{}) idle_since = now;
       if (moved) continue;
       if (now >= deadline) return false;
-      idle(now - idle_since, bell);
+      idle(now - idle_since);
     }
   }
 
@@ -294,6 +351,97 @@ class MessagePump {
     return moved;
   }
 
+  // Writes a whole frame straight into the peer's ring if nothing is queued before it.
+  bool send_whole(Peer& p, const WireHeader& h, const void* payload, size_t nbytes) {
+    if (socket_data_ || p.gone || !p.sends.empty()) return false;
+    try {
+      const bool sent = p.link.data->write_whole(&h, sizeof(h), payload, nbytes, true);
+      bells_owed_ = bells_owed_ || sent;
+      return sent;
+    } catch (const PeerClosed&) {
+      p.gone = true;
+      return false;
+    }
+  }
+
+  // Spins (about kFastSpin) reading each peer's frame of the exchange straight into `inputs`;
+  // sets exchange_got_[q] for those read. A peer whose stream is busy or holds another frame
+  // first is left to a posted receive.
+  void receive_fast(const WireHeader& h, char* inputs) {
+    constexpr auto kFastSpin = std::chrono::microseconds(20);
+    const int n = static_cast<int>(peers_.size());
+    int left = n - 1;
+    std::vector<uint8_t>& got = exchange_got_;
+    got[rank_] = 1;
+    Clock::time_point until{};
+    for (int round = 0; left > 0; ++round) {
+      // The lock is taken when a frame's worth of bytes is there (reading positions needs
+      // none), and now and then: another thread may have taken the frame out meanwhile.
+      bool look = round % 32 == 0;
+      for (int q = 0; q < n && !look; ++q)
+        look = !got[q] && peers_[q].link.data->readable() >= sizeof(WireHeader) + h.nbytes;
+      if (look) {
+        std::lock_guard lock(mu_);
+        for (int q = 0; q < n; ++q) {
+          if (got[q]) continue;
+          const int status = read_whole(peers_[q], h, inputs + q * h.nbytes);
+          if (status == 0) continue;
+          got[q] = status > 0 ? 1 : 2;
+          --left;
+        }
+      }
+      if (left == 0 || round % 32 != 31) continue;
+      ring_owed_bells();
+      const auto now = Clock::now();
+      if (until == Clock::time_point{}) until = now + kFastSpin;
+      if (now >= until) break;
+    }
+    ring_owed_bells();
+    for (auto& g : got) g = g == 1;  // 2 (left to a posted receive) is not got
+  }
+
+  // The doorbells send_exchange left to ring: its frames are out, and a peer that went to
+  // sleep before they landed is woken here, a microsecond after the spin starts. (Until the
+  // exchange is waited for, such a peer sleeps out its 1 ms instead.)
+  void ring_owed_bells() {
+    if (!bells_owed_) return;
+    bells_owed_ = false;
+    for (auto& p : peers_)
+      if (p.link.data) p.link.data->ring_bell();
+  }
+
+  // Reads peer p's next frame into `payload` if it is the exchange's (header h) and whole in
+  // the ring: 1; not there yet: 0; p's stream is busy or holds something else first: -1.
+  int read_whole(Peer& p, const WireHeader& h, char* payload) {
+    if (socket_data_ || p.gone || p.in_op || p.in_unexpected || p.in_header_got || !p.recvs.empty())
+      return -1;
+    for (const auto& u : p.unexpected)
+      if (u->header.tag == h.tag) return -1;
+    ByteStream& data = *p.link.data;
+    const size_t ready = data.readable();
+    if (ready < sizeof(WireHeader)) return 0;
+    const size_t frame = sizeof(WireHeader) + h.nbytes;
+    if (frame <= kPeekedFrameBytes && ready >= frame) {  // header and payload in one look
+      char bytes[kPeekedFrameBytes];
+      data.peek(bytes, frame);
+      if (std::memcmp(bytes, &h, sizeof(h)) != 0) return -1;  // the general path says why
+      if (h.nbytes) std::memcpy(payload, bytes + sizeof(WireHeader), h.nbytes);
+      data.skip(frame);
+      return 1;
+    }
+    WireHeader theirs;
+    data.peek(&theirs, sizeof(theirs));
+    if (std::memcmp(&theirs, &h, sizeof(h)) != 0) return -1;  // the general path says why
+    if (ready < frame) return 0;
+    size_t at = 0;  // one read for both: the header (already seen) is skipped
+    data.read_with(sizeof(WireHeader) + h.nbytes, [&at, payload](const char* bytes, size_t k) {
+      const size_t skip = at < sizeof(WireHeader) ? std::min(k, sizeof(WireHeader) - at) : 0;
+      if (k > skip) std::memcpy(payload + (at + skip - sizeof(WireHeader)), bytes + skip, k - skip);
+      at += k;
+    });
+    return 1;
+  }
+
   // A peer has gone while something is pending with it. What it wrote before going is still
   // in the streams, and the data read above may have run before the peer's last bytes landed
   // (the end of its control stream was seen after): read both again. True if that moved
@@ -315,6 +463,12 @@ class MessagePump {
     bool moved = false;
     while (!p.sends.empty()) {
       MessageOp& op = *p.sends.front();
+      // A whole frame that fits goes out behind one published position (rings only).
+      if (op.header_done == 0 &&
+          p.link.data->write_whole(&op.header, sizeof(WireHeader), op.data, op.nbytes)) {
+        op.header_done = sizeof(WireHeader);
+        op.payload_done = op.nbytes;
+      }
       if (op.header_done < sizeof(WireHeader)) {
         size_t k = p.link.data->write_some(reinterpret_cast<char*>(&op.header) + op.header_done,
                                            sizeof(WireHeader) - op.header_done);
@@ -522,7 +676,7 @@ class MessagePump {
 
   // Nothing moved for `idle_for`: spin briefly (a peer on another core answers within
   // microseconds), then yield the core, then sleep until a peer rings or a socket is readable.
-  void idle(Clock::duration idle_for, uint32_t bell) {
+  void idle(Clock::duration idle_for) {
     using std::chrono::microseconds;
     if (idle_for < microseconds(20)) {
 #if defined(__x86_64__)
@@ -534,23 +688,31 @@ class MessagePump {
       sched_yield();
       return;
     }
+    if (doorbell_ && !socket_data_) {
+      const uint32_t seen = doorbell_->announce();
+      bool moved = false;
+      {
+        std::lock_guard lock(mu_);
+        idled_ = true;
+        moved = progress();  // what moved before the announcement (later moves ring)
+      }
+      if (moved)
+        doorbell_->cancel();
+      else
+        doorbell_->sleep(seen, microseconds(1000));
+      return;
+    }
     std::vector<pollfd> fds;
     {
       std::lock_guard lock(mu_);
       idled_ = true;
-      if (doorbell_ && !socket_data_) {
-      } else {
-        for (auto& p : peers_) {
-          for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
-            if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
-          }
+      for (auto& p : peers_) {
+        for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
+          if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
         }
       }
     }
-    if (doorbell_ && !socket_data_)
-      doorbell_->wait(bell, microseconds(1000));
-    else
-      ::poll(fds.data(), fds.size(), 1);
+    ::poll(fds.data(), fds.size(), 1);
   }
 
   int rank_;
@@ -562,6 +724,13 @@ class MessagePump {
   uint64_t rounds_ = 0;
   bool idled_ = false;                  // look at the control streams in the next round
   const MessageOp* waiting_ = nullptr;  // what wait_or_fail waits for (answers probes)
+  // The direct exchange's per-peer state (send_exchange, receive_exchange), kept to reuse
+  // its memory.
+  std::vector<OpPtr> exchange_sends_, exchange_recvs_;
+  std::vector<uint8_t> exchange_got_;
+  // Set by send_exchange and cleared by receive_exchange, which follow each other (mu_ of
+  // the ProcessGroup orders them when they run on different threads).
+  bool bells_owed_ = false;
 
   friend class MessageGroup;
 };
@@ -613,6 +782,18 @@ class MessageGroup : public ProcessGroup {
              into.device().str(), " is not folded on receipt");
     return std::make_shared<MessageWork>(pump_, pump_->post(false, into, src, env, op),
                                          options().timeout);
+  }
+
+  bool exchanges_eagerly() const override { return pump_->all_rings(); }
+  bool send_exchange(const Tensor& mine, const Envelope& env) override {
+    return pump_->send_exchange(mine, env);
+  }
+  void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env) override {
+    pump_->receive_exchange(inputs, message_bytes, env, options().timeout);
+  }
+  void exchange_with_all(const Tensor& mine, const Tensor& inputs, const Envelope& env) override {
+    send_exchange(mine, env);
+    receive_exchange(inputs, mine.nbytes(), env);
   }
 
   void abort(const std::string& reason) override {

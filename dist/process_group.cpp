@@ -4,10 +4,12 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/parallel.h"
 #include "dist/broadcast.h"
+#include "dist/buffer_math.h"
 #include "dist/ring_allreduce.h"
 
 namespace rg::dist {
@@ -78,14 +80,16 @@ void Work::wait() {
 
 bool PromiseWork::wait(Milliseconds timeout) {
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+  if (!cv_.wait_for(lock, timeout, [&] { return done_.load(); })) return false;
   if (error_) std::rethrow_exception(error_);
   return true;
 }
 
-bool PromiseWork::is_completed() {
+bool PromiseWork::is_completed() { return done_.load(std::memory_order_acquire); }
+
+void PromiseWork::rethrow_error() {
   std::lock_guard lock(mu_);
-  return done_;
+  if (error_) std::rethrow_exception(error_);
 }
 
 void PromiseWork::finish(std::exception_ptr error) {
@@ -124,6 +128,7 @@ void ProcessGroup::shutdown() {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
+    hand_over_lean_locked();  // fails with the queued ones
     stopping_ = true;
   }
   cv_.notify_all();
@@ -182,25 +187,29 @@ void ProcessGroup::run_item(Item& item) {
   item.second->finish(error);
 }
 
+// Runs the queue up to and including `work` on the calling thread, if nothing runs.
 bool ProcessGroup::try_run_inline(const PromiseWork* work) {
-  Item item;
-  {
-    std::lock_guard lock(mu_);
-    if (running_ || stopping_ || queue_.empty() || queue_.front().second.get() != work)
-      return false;
-    item = std::move(queue_.front());
-    queue_.pop_front();
-    running_ = true;
+  for (;;) {
+    Item item;
+    {
+      std::lock_guard lock(mu_);
+      auto queued = std::find_if(queue_.begin(), queue_.end(),
+                                 [&](const Item& i) { return i.second.get() == work; });
+      if (running_ || stopping_ || queued == queue_.end()) return false;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+    }
+    const int previous_cap = set_thread_num_threads_cap(1);  // as on the communication thread
+    run_item(item);
+    set_thread_num_threads_cap(previous_cap);
+    {
+      std::lock_guard lock(mu_);
+      running_ = false;
+    }
+    cv_.notify_all();  // the communication thread takes the next queued collective, if any
+    if (item.second.get() == work) return true;
   }
-  const int previous_cap = set_thread_num_threads_cap(1);  // as on the communication thread
-  run_item(item);
-  set_thread_num_threads_cap(previous_cap);
-  {
-    std::lock_guard lock(mu_);
-    running_ = false;
-  }
-  cv_.notify_all();  // the communication thread takes the next queued collective, if any
-  return true;
 }
 
 // The work of a collective on a host backend. An untimed wait() that finds it next in the
@@ -213,7 +222,7 @@ class CollectiveWork : public PromiseWork {
   explicit CollectiveWork(ProcessGroup& group) : group_(group) {}
   using PromiseWork::wait;
   void wait() override {
-    if (!is_completed()) group_.try_run_inline(this);
+    if (!PromiseWork::is_completed()) group_.try_run_inline(this);
     Work::wait();  // at once if it ran here
   }
 
@@ -231,6 +240,7 @@ std::shared_ptr<Work> ProcessGroup::enqueue(Collective kind, Task task) {
     std::lock_guard lock(mu_);
     RG_CHECK(!stopping_, "rank ", rank_, ": ", collective_name(kind),
              " on a process group that is shutting down");
+    hand_over_lean_locked();  // a pending lean collective runs first
     queue_.emplace_back(std::move(task), work);
   }
   cv_.notify_all();
@@ -290,18 +300,49 @@ std::shared_ptr<Work> ProcessGroup::recv_combine_message(const Tensor& into, int
           dtype_name(into.dtype()), " on receipt (ask combines_on_receive first)");
 }
 
+void ProcessGroup::exchange_with_all(const Tensor& mine, const Tensor& inputs,
+                                     const Envelope& env) {
+  const int n = size_, r = rank_;
+  const int64_t count = mine.numel();
+  std::vector<std::shared_ptr<Work>> recvs(n), sends(n);
+  begin_batch();
+  for (int step = 1; step < n; ++step) {  // peers in the order r+1, r+2, ...: no hot spot
+    const int to = (r + step) % n, from = (r + n - step) % n;
+    recvs[from] = recv_message(flat_slice(inputs, from * count, count), from, env);
+    sends[to] = send_message(mine, to, env);
+  }
+  end_batch();
+  for (int q = 0; q < n; ++q)
+    if (q != r) wait_message(*recvs[q], q, env);
+  for (int q = 0; q < n; ++q)
+    if (q != r) wait_message(*sends[q], q, env);
+}
+
+bool ProcessGroup::send_exchange(const Tensor&, const Envelope&) {
+  RG_FAIL("send_exchange: the ", backend_name(), " backend does not exchange eagerly");
+}
+
+void ProcessGroup::receive_exchange(const Tensor&, size_t, const Envelope&) {
+  RG_FAIL("receive_exchange: the ", backend_name(), " backend does not exchange eagerly");
+}
+
 void ProcessGroup::wait_message(Work& work, int peer, const Envelope& env) {
   if (!work.wait(options_.timeout))
     RG_FAIL("rank ", rank_, ": ", describe(env), ": timed out after ", options_.timeout.count(),
             " ms waiting for rank ", peer);
 }
 
-Tensor ProcessGroup::scratch(int64_t slot, int64_t numel, DType dtype, Device device) {
+const Tensor& ProcessGroup::scratch_bytes(int64_t slot, size_t nbytes, Device device) {
   if (static_cast<int64_t>(scratch_.size()) <= slot) scratch_.resize(slot + 1);
   Tensor& bytes = scratch_[slot];
-  const int64_t need = numel * static_cast<int64_t>(itemsize(dtype));
+  const auto need = static_cast<int64_t>(nbytes);
   if (!bytes.defined() || bytes.device() != device || bytes.numel() < need)
     bytes = empty({std::max<int64_t>(need, 1)}, DType::b8, device);
+  return bytes;
+}
+
+Tensor ProcessGroup::scratch(int64_t slot, int64_t numel, DType dtype, Device device) {
+  const Tensor& bytes = scratch_bytes(slot, numel * itemsize(dtype), device);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = bytes.storage();
   impl->shape = {numel};
@@ -322,6 +363,7 @@ void check_reduction(const char* what, DType dtype, CombineOp op) {
 std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, CombineOp op) {
   check_tensor(tensor, "allreduce");
   check_reduction("allreduce", tensor.dtype(), op);
+  if (auto lean = issue_lean(Collective::allreduce, tensor, op)) return lean;
   Envelope env = next_envelope(Collective::allreduce, tensor, tensor.numel());
   env.op = op;
   return enqueue(Collective::allreduce,
@@ -367,7 +409,10 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& out, const Tens
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier() {
-  Tensor token = empty({0}, DType::i32, default_device());
+  std::call_once(barrier_token_made_,
+                 [this] { barrier_token_ = empty({0}, DType::i32, default_device()); });
+  if (auto lean = issue_lean(Collective::barrier, barrier_token_, CombineOp::sum)) return lean;
+  Tensor token = barrier_token_;
   Envelope env = next_envelope(Collective::barrier, token, 0);
   return enqueue(Collective::barrier, [this, token, env] {
     // An all-reduce waits for a message from every rank (directly, or along the ring), so

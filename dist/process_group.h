@@ -99,12 +99,18 @@ class PromiseWork : public Work {
   bool is_completed() override;
   void finish(std::exception_ptr error = nullptr);
 
+ protected:
+  // For a work known to be finished: throws its error, if any.
+  void rethrow_error();
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // set under mu_, read without it by is_completed
   std::exception_ptr error_;
 };
+
+class LeanWork;
 
 class ProcessGroup {
  public:
@@ -137,6 +143,8 @@ class ProcessGroup {
   // Collectives issued on this group so far (counted when called, whatever their outcome).
   uint64_t collectives_issued() const;
   uint64_t collectives_issued(Collective kind) const;
+  // Of those, the ones that took the lean path (dist/lean_collective.cpp).
+  uint64_t lean_collectives_issued() const { return lean_issued_.load(std::memory_order_relaxed); }
 
   // ---- the message layer the algorithms are written over. `env` travels with the message
   // and must equal the receiver's; user p2p uses tags >= 0, collectives use kCollectiveTag.
@@ -154,6 +162,20 @@ class ProcessGroup {
   }
   virtual std::shared_ptr<Work> recv_combine_message(const Tensor& into, int src,
                                                      const Envelope& env, CombineOp op);
+  // The direct exchange of small all-reduces: sends `mine` to every peer and receives peer
+  // q's into slice q of `inputs` (elements [q * mine.numel(), (q + 1) * mine.numel())),
+  // then returns. The default posts a send and a receive per peer and waits; the host
+  // backends move the frames straight through their shared-memory rings where they can.
+  virtual void exchange_with_all(const Tensor& mine, const Tensor& inputs, const Envelope& env);
+  // The same exchange in two halves, for backends where exchanges_eagerly(): the lean path
+  // of small all-reduces and barriers (dist/lean_collective.cpp) sends when the collective is
+  // issued and receives when it is waited for. send_exchange returns true if every frame
+  // went out whole (false: some wait in the backend for a progress loop to push them).
+  // receive_exchange's `inputs` holds N messages of `message_bytes` (mine.nbytes() of the
+  // send), in any dtype (a byte buffer too): peer q's lands at byte q * message_bytes.
+  virtual bool exchanges_eagerly() const { return false; }
+  virtual bool send_exchange(const Tensor& mine, const Envelope& env);
+  virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);
   // Waits for a message op of a collective; past options().timeout the group fails with an
   // error naming the peer that did not answer.
   virtual void wait_message(Work& work, int peer, const Envelope& env);
@@ -166,6 +188,8 @@ class ProcessGroup {
   // Scratch memory of the collectives, reused from one to the next (fresh pages cost a page
   // fault each). Only for the communication thread; valid until the next call.
   Tensor scratch(int64_t slot, int64_t numel, DType dtype, Device device);
+  // The same memory as a byte buffer of at least `nbytes` (no new tensor: the lean path).
+  const Tensor& scratch_bytes(int64_t slot, size_t nbytes, Device device);
   // Whether tensors on `device` can be sent by this backend.
   virtual bool supports_device(Device device) const = 0;
   // Where the group's own small buffers (the barrier's token) live.
@@ -183,7 +207,21 @@ class ProcessGroup {
   using Task = std::function<void()>;
   using Item = std::pair<Task, std::shared_ptr<PromiseWork>>;
   friend class CollectiveWork;
+  friend class LeanWork;
   std::shared_ptr<Work> enqueue(Collective kind, Task task);
+  // The lean path (dist/lean_collective.cpp): a small all-reduce or barrier issued while
+  // nothing else is queued or running sends at once and is received by its waiter. Returns
+  // null when the collective does not qualify (the caller queues it).
+  std::shared_ptr<Work> issue_lean(Collective kind, const Tensor& t, CombineOp op);
+  bool lean_eligible(const Tensor& t) const;
+  // Receives and reduces the pending lean collective on this thread if it is `work` (true;
+  // throws its error if it failed).
+  bool complete_lean(const PromiseWork* work);
+  // Queues the pending lean collective (if it is `work`, or any when null) first in line for
+  // the communication thread; with mu_ held.
+  void hand_over_lean_locked(const PromiseWork* work = nullptr);
+  void hand_over_lean(const PromiseWork* work);
+  void receive_and_reduce(LeanWork& work);
   // Runs the item (unless the group failed) and finishes its work with the outcome.
   void run_item(Item& item);
   // If `work` is next in the queue and no collective runs, runs it on the calling thread
@@ -197,13 +235,17 @@ class ProcessGroup {
   int size_;
   Options options_;
   std::atomic<uint64_t> issued_[kNumCollectives] = {};
+  std::atomic<uint64_t> lean_issued_{0};
   uint64_t next_seq_ = 1;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
   bool stopping_ = false;
-  bool running_ = false;  // a collective runs (on the communication thread or inline)
+  bool running_ = false;            // a collective runs (on the communication thread or inline)
+  std::shared_ptr<LeanWork> lean_;  // sent, not yet received (it holds running_)
+  Tensor barrier_token_;            // the barrier's empty buffer
+  std::once_flag barrier_token_made_;
   std::string failure_;
   std::thread comm_thread_;
   std::vector<Tensor> scratch_;  // raw byte buffers, by slot

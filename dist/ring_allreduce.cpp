@@ -157,19 +157,8 @@ void exchange_and_reduce(ProcessGroup& pg, const Tensor& work, CombineOp op, con
   const int64_t count = work.numel();
   Tensor inputs = pg.scratch(0, n * count, work.dtype(), work.device());
   auto input = [&](int q) { return flat_slice(inputs, q * count, count); };
-  std::vector<std::shared_ptr<Work>> recvs(n), sends(n);
-  pg.begin_batch();
-  for (int step = 1; step < n; ++step) {  // peers in the order r+1, r+2, ...: no hot spot
-    const int to = (r + step) % n, from = (r + n - step) % n;
-    recvs[from] = pg.recv_message(input(from), from, env);
-    sends[to] = pg.send_message(work, to, env);
-  }
-  pg.end_batch();
+  pg.exchange_with_all(work, inputs, env);
   copy_buffer(input(r), work);
-  for (int q = 0; q < n; ++q)
-    if (q != r) pg.wait_message(*recvs[q], q, env);
-  for (int q = 0; q < n; ++q)
-    if (q != r) pg.wait_message(*sends[q], q, env);
   copy_buffer(work, input(0));
   for (int q = 1; q < n; ++q) reduce_into(work, input(q), op);
 }

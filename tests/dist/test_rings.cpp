@@ -3,9 +3,11 @@
 // and a peer that closes in order after its last send is not a failure (issue 10, item 11).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "dist/byte_stream.h"
 #include "dist/message_group.h"
@@ -122,4 +124,50 @@ TEST_CASE("a peer that closes right after its last send is not a failure") {
   CHECK_NOTHROW(receiver->recv(got, 0)->wait());
   CHECK(bytes_of(got) == bytes_of(sent));
   CHECK(gate->peer_gone);  // the race was really played
+}
+
+// A small frame written whole is also copied to the ring's preview (on the write position's
+// cache line); peek must give the bytes of the stream whichever copy it reads: after a wrap,
+// after writes that leave no preview, and for frames longer than the preview.
+TEST_CASE("peek and skip give the stream's bytes, from the preview or the ring") {
+  constexpr size_t kCapacity = 100;  // frames wrap often
+  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
+  std::shared_ptr<char> memory(
+      static_cast<char*>(::operator new[](2 * ring_bytes, std::align_val_t(kRingAlignment))),
+      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
+  RingBuffer* a_to_b = RingBuffer::create(memory.get(), kCapacity);
+  RingBuffer* b_to_a = RingBuffer::create(memory.get() + ring_bytes, kCapacity);
+  auto a = make_ring_stream(a_to_b, b_to_a, nullptr, memory);
+  auto b = make_ring_stream(b_to_a, a_to_b, nullptr, memory);
+  uint8_t next = 0;
+  auto bytes = [&](size_t n) {
+    std::vector<char> v(n);
+    for (auto& c : v) c = static_cast<char>(next++);
+    return v;
+  };
+  for (int round = 0; round < 40; ++round) {
+    CAPTURE(round);
+    const size_t head = 1 + round % 40, tail = round % 3 == 0 ? 0 : 1 + round % 17;
+    std::vector<char> h = bytes(head), t = bytes(tail);
+    std::vector<char> want = h;
+    want.insert(want.end(), t.begin(), t.end());
+    if (round % 5 == 4) {  // a plain write leaves the preview of an earlier frame behind
+      REQUIRE(a->write_some(want.data(), want.size()) == want.size());
+    } else {
+      REQUIRE(a->write_whole(h.data(), h.size(), t.data(), t.size()));
+    }
+    REQUIRE(b->readable() == want.size());
+    std::vector<char> got(want.size());
+    b->peek(got.data(), got.size());
+    CHECK(got == want);
+    std::vector<char> first(std::min<size_t>(3, want.size()));
+    b->peek(first.data(), first.size());  // a shorter look at the same frame
+    CHECK(std::equal(first.begin(), first.end(), want.begin()));
+    b->skip(want.size());
+    CHECK(b->readable() == 0);
+  }
+  // A frame that does not fit is not written at all.
+  std::vector<char> big = bytes(kCapacity + 1);
+  CHECK_FALSE(a->write_whole(big.data(), 8, big.data() + 8, kCapacity - 7));
+  CHECK(b->readable() == 0);
 }

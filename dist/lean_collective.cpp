@@ -1,0 +1,161 @@
+// The lean path of small collectives on the host backends: an all-reduce of at most
+// Options::direct_bytes of f32/f64, or a barrier, issued while no other collective is queued
+// or running, takes no trip through the queue and the communication thread.
+//
+//   issue (ProcessGroup::allreduce/barrier): claims the group (running_), numbers the
+//     collective and writes its frame into every peer's shared-memory ring at once
+//     (send_exchange), then returns its LeanWork;
+//   wait(): receives the peers' frames straight out of their rings into scratch and reduces
+//     them in rank order on the waiting thread (receive_and_reduce), then frees the group.
+//
+// Sending at issue keeps the promise of an asynchronous collective: a peer that waits for
+// this one needs nothing but this rank's frame, which left before allreduce() returned.
+// Whatever else comes first hands the collective over to the communication thread, first
+// in its queue: a timed wait or is_completed() (the caller may poll instead of waiting),
+// another collective issued behind it, a frame that could not go out whole, the group's
+// shutdown. The arithmetic is the direct exchange's (ring_allreduce.cpp): inputs folded in
+// rank order with the op table's add and maximum, so every rank ends with the same bits.
+#include <cstring>
+
+#include "dist/buffer_math.h"
+#include "dist/combine_bytes.h"
+#include "dist/process_group.h"
+
+namespace rg::dist {
+
+class LeanWork : public PromiseWork {
+ public:
+  LeanWork(ProcessGroup& group, Tensor tensor, CombineOp op, const Envelope& env)
+      : tensor(std::move(tensor)), op(op), env(env), group_(group) {}
+
+  // Once finished, a work no longer touches its group (which may be gone by then).
+  void wait() override {
+    if (PromiseWork::is_completed()) return rethrow_error();
+    if (group_.complete_lean(this)) return;  // finished here (it throws a failure)
+    group_.try_run_inline(this);  // handed over: run the queue up to it here if none runs
+    Work::wait();
+  }
+  bool wait(Milliseconds timeout) override {
+    if (!PromiseWork::is_completed()) group_.hand_over_lean(this);
+    return PromiseWork::wait(timeout);
+  }
+  bool is_completed() override {
+    if (PromiseWork::is_completed()) return true;
+    group_.hand_over_lean(this);
+    return false;
+  }
+
+  const Tensor tensor;
+  const CombineOp op;
+  const Envelope env;
+
+ private:
+  ProcessGroup& group_;
+};
+
+bool ProcessGroup::lean_eligible(const Tensor& t) const {
+  return size_ > 1 && exchanges_eagerly() && t.device().is_host_memory() &&
+         t.nbytes() <= options_.direct_bytes && (t.numel() == 0 || combines_bytes(t.dtype()));
+}
+
+std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t, CombineOp op) {
+  if (!lean_eligible(t)) return nullptr;
+  Envelope env{kind, op, t.dtype(), kCollectiveTag, -1, 0, t.numel()};
+  {
+    std::lock_guard lock(mu_);
+    if (running_ || stopping_ || !queue_.empty() || !failure_.empty()) return nullptr;
+    running_ = true;
+    env.seq = next_seq_++;
+  }
+  issued_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+  lean_issued_.fetch_add(1, std::memory_order_relaxed);
+  auto work = std::make_shared<LeanWork>(*this, t, op, env);
+  bool whole = false;
+  try {
+    whole = send_exchange(t, env);
+  } catch (const std::exception& e) {
+    set_failure(e.what());
+    work->finish(std::current_exception());
+    {
+      std::lock_guard lock(mu_);
+      running_ = false;
+    }
+    cv_.notify_all();  // another thread may have queued a collective meanwhile
+    return work;
+  }
+  // Handed over at once if a progress loop must push the rest, or if another thread queued
+  // a collective meanwhile (it must not wait for a waiter this one may never have).
+  bool hand_over = !whole;
+  {
+    std::lock_guard lock(mu_);
+    lean_ = work;
+    hand_over = hand_over || !queue_.empty();
+    if (hand_over) hand_over_lean_locked();
+  }
+  if (hand_over) cv_.notify_all();
+  return work;
+}
+
+bool ProcessGroup::complete_lean(const PromiseWork* work) {
+  std::shared_ptr<LeanWork> mine;
+  std::string broken;
+  {
+    std::lock_guard lock(mu_);
+    if (!lean_ || lean_.get() != work) return false;
+    mine = std::move(lean_);  // running_ stays set: this thread runs it
+    broken = failure_;
+  }
+  std::exception_ptr error;
+  try {
+    RG_CHECK(broken.empty(), broken);
+    receive_and_reduce(*mine);
+  } catch (const std::exception& e) {
+    set_failure(e.what());
+    error = std::current_exception();
+  }
+  mine->finish(error);
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    running_ = false;
+    more = !queue_.empty();
+  }
+  if (more) cv_.notify_all();
+  if (error) std::rethrow_exception(error);
+  return true;
+}
+
+void ProcessGroup::hand_over_lean_locked(const PromiseWork* work) {
+  if (!lean_ || (work && lean_.get() != work)) return;
+  std::shared_ptr<LeanWork> pending = std::move(lean_);
+  queue_.emplace_front([this, pending] { receive_and_reduce(*pending); }, pending);
+  running_ = false;
+}
+
+void ProcessGroup::hand_over_lean(const PromiseWork* work) {
+  {
+    std::lock_guard lock(mu_);
+    if (!lean_ || lean_.get() != work) return;
+    hand_over_lean_locked(work);
+  }
+  cv_.notify_all();
+}
+
+// Inputs land in scratch slot 0, peer q's at slice q; this rank's own copy goes to slice r,
+// then the result is input 0, (op) input 1, (op) input 2 ... into the caller's tensor.
+void ProcessGroup::receive_and_reduce(LeanWork& work) {
+  const Tensor& t = work.tensor;
+  const int64_t count = t.numel();
+  const size_t bytes = t.nbytes();
+  const Tensor& inputs = scratch_bytes(0, size_ * bytes, t.device());
+  receive_exchange(inputs, bytes, work.env);
+  if (count == 0) return;
+  char* in = static_cast<char*>(inputs.data_ptr());
+  char* out = static_cast<char*>(t.data_ptr());
+  std::memcpy(in + rank_ * bytes, out, bytes);
+  std::memcpy(out, in, bytes);
+  for (int q = 1; q < size_; ++q) combine_bytes(out, in + q * bytes, count, t.dtype(), work.op);
+  if (work.op == CombineOp::avg) divide_by(t, size_);
+}
+
+}  // namespace rg::dist

@@ -157,13 +157,20 @@ class RingStream : public ByteStream {
 
   size_t read_some(void* data, size_t n) override {
     char* to = static_cast<char*>(data);
-    return read_with(n, [&to](const char* from, size_t k) {
+    return read_into(n, [&to](const char* from, size_t k) {
       std::memcpy(to, from, k);
       to += k;
     });
   }
 
   size_t read_with(size_t n, const std::function<void(const char*, size_t)>& take) override {
+    return read_into(n, take);
+  }
+
+  // Hands up to n readable bytes to take(bytes, length), in one or two pieces (the wrap),
+  // then frees them for the writer; a template, so read_some calls no std::function.
+  template <typename Take>
+  size_t read_into(size_t n, Take&& take) {
     const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
     const uint64_t w = readable_end(r, n);
     const uint64_t cap = in_->capacity;

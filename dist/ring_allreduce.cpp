@@ -80,7 +80,7 @@ class Ring {
       for (int64_t c = 0; c < chunks_; ++c) {
         pg_.wait_message(*recvs_[s % 2][c], left_, env_);
         recvs_[s % 2][c].reset();
-        if (s < n_ - 1 && !fold_on_receipt_)
+        if (s < n_ - 1 && !folds(s))
           reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
         if (s < last) post(s + 1, c);
       }
@@ -89,6 +89,9 @@ class Ring {
   }
 
  private:
+  // Whether step s's receives fold straight into buf (a reduce-scatter step on a backend that
+  // combines on receipt); other reduce-scatter steps receive into scratch and reduce after.
+  bool folds(int s) const { return s < n_ - 1 && fold_on_receipt_; }
   int segment(int k) const { return ((k + shift_) % n_ + n_) % n_; }
   int send_segment(int s) const { return segment(r_ - s); }
   int recv_segment(int s) const { return segment(r_ - s - 1); }
@@ -110,7 +113,7 @@ class Ring {
 
   void post(int s, int64_t c) {
     pg_.begin_batch();
-    if (s < n_ - 1 && fold_on_receipt_)
+    if (folds(s))
       recvs_[s % 2][c] = pg_.recv_combine_message(chunk(recv_segment(s), c), left_, env_, op_);
     else
       recvs_[s % 2][c] =

@@ -80,8 +80,7 @@ class Ring {
       for (int64_t c = 0; c < chunks_; ++c) {
         pg_.wait_message(*recvs_[s % 2][c], left_, env_);
         recvs_[s % 2][c].reset();
-        if (s < n_ - 1 && !folds(s))
-          reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
+        if (s < n_ - 1 && !folds(s)) reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
         if (s < last) post(s + 1, c);
       }
     }

@@ -107,27 +107,32 @@ class RingStream : public ByteStream {
     return true;
   }
 
-  // The seqlock's writer: invalidate, copy the words, then say which position they show.
+  static constexpr uint64_t kPositionBits = (uint64_t(1) << 56) - 1;
+
+  // The seqlock's writer: invalidate, copy the words, then stamp them with what they show.
   void write_preview(uint64_t w, const void* a, size_t na, const void* b, size_t nb) {
     uint64_t words[RingBuffer::kPreviewWords] = {};
     std::memcpy(words, a, na);
     if (nb) std::memcpy(reinterpret_cast<char*>(words) + na, b, nb);
-    out_->preview_pos.store(RingBuffer::kNoPreview, std::memory_order_relaxed);
+    out_->preview_tag.store(RingBuffer::kNoPreview, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     for (int i = 0; i < RingBuffer::kPreviewWords; ++i)
       out_->preview[i].store(words[i], std::memory_order_relaxed);
-    out_->preview_pos.store(w, std::memory_order_release);
+    out_->preview_tag.store((na + nb) << 56 | (w & kPositionBits), std::memory_order_release);
   }
 
-  // The seqlock's reader: the first n bytes at read position r, if the preview shows them.
+  // The seqlock's reader: the first n bytes at read position r, if the preview holds them
+  // (a frame starting at r at least n bytes long).
   bool read_preview(uint64_t r, void* data, size_t n) {
-    if (n > sizeof(in_->preview) || in_->preview_pos.load(std::memory_order_acquire) != r)
+    const uint64_t tag = in_->preview_tag.load(std::memory_order_acquire);
+    if (tag == RingBuffer::kNoPreview || (tag & kPositionBits) != (r & kPositionBits) ||
+        n > (tag >> 56))
       return false;
     uint64_t words[RingBuffer::kPreviewWords];
     for (int i = 0; i < RingBuffer::kPreviewWords; ++i)
       words[i] = in_->preview[i].load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (in_->preview_pos.load(std::memory_order_relaxed) != r) return false;
+    if (in_->preview_tag.load(std::memory_order_relaxed) != tag) return false;
     std::memcpy(data, words, n);
     return true;
   }

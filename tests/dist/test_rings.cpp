@@ -166,6 +166,16 @@ TEST_CASE("peek and skip give the stream's bytes, from the preview or the ring")
     b->skip(want.size());
     CHECK(b->readable() == 0);
   }
+  // A look past the end of the previewed frame, into one written after it without a preview.
+  std::vector<char> one = bytes(20), two = bytes(12);
+  REQUIRE(a->write_whole(one.data(), one.size(), nullptr, 0));
+  REQUIRE(a->write_some(two.data(), two.size()) == two.size());
+  std::vector<char> both(one.size() + two.size());
+  b->peek(both.data(), both.size());
+  std::vector<char> want = one;
+  want.insert(want.end(), two.begin(), two.end());
+  CHECK(both == want);
+  b->skip(both.size());
   // A frame that does not fit is not written at all.
   std::vector<char> big = bytes(kCapacity + 1);
   CHECK_FALSE(a->write_whole(big.data(), 8, big.data() + 8, kCapacity - 7));

@@ -212,11 +212,11 @@ bool ProcessGroup::try_run_inline(const PromiseWork* work) {
   }
 }
 
-// The work of a collective on a host backend. An untimed wait() that finds it next in the
-// queue, with nothing running, runs it on the waiting thread (the common "pg.allreduce(t)->
-// wait()"): two thread hand-offs less, each a futex wake that costs microseconds, and tens
-// of them on a loaded host. Timed waits (the DDP buckets) leave it to the communication
-// thread. Collectives still run one at a time, in the order issued.
+// The work of a collective on a host backend. An untimed wait() that finds it queued, with
+// nothing running, runs it (and whatever is queued before it) on the waiting thread (the
+// common "pg.allreduce(t)->wait()"): two thread hand-offs less, each a futex wake that costs
+// microseconds, and tens of them on a loaded host. Timed waits (the DDP buckets) leave it to the
+// communication thread. Collectives still run one at a time, in the order issued.
 class CollectiveWork : public PromiseWork {
  public:
   explicit CollectiveWork(ProcessGroup& group) : group_(group) {}

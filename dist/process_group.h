@@ -2,9 +2,10 @@
 //
 // Every backend provides point-to-point messages (send_message/recv_message); the collectives
 // (allreduce, broadcast, allgather, reduce_scatter, barrier) are written once over them
-// (dist/ring_allreduce.cpp, dist/broadcast.cpp) and run on the group's communication thread
-// in the order they were issued, so every rank must issue the same collectives in the same
-// order (as with NCCL). Each call returns at once with a Work handle.
+// (dist/ring_allreduce.cpp, dist/broadcast.cpp) and run one at a time in the order they were
+// issued (on the group's communication thread, or on the thread that waits for them; small
+// ones take a lean path, dist/lean_collective.cpp), so every rank must issue the same
+// collectives in the same order (as with NCCL). Each call returns at once with a Work handle.
 //
 // Contract of the collectives: tensors are contiguous and stay alive and untouched until the
 // Work completes; they are updated in place. Any length works, including 0. dtypes: f32, f64,
@@ -224,8 +225,9 @@ class ProcessGroup {
   void receive_and_reduce(LeanWork& work);
   // Runs the item (unless the group failed) and finishes its work with the outcome.
   void run_item(Item& item);
-  // If `work` is next in the queue and no collective runs, runs it on the calling thread
-  // (the caller waits at once: no hand-off to the communication thread and back).
+  // If `work` is queued and no collective runs, runs the queue up to and including it on the
+  // calling thread (the caller waits at once: no hand-off to the communication thread and
+  // back). True if it ran `work`.
   bool try_run_inline(const PromiseWork* work);
   Envelope next_envelope(Collective kind, const Tensor& t, int64_t count);
   void comm_loop();

@@ -79,12 +79,7 @@ class RingStream : public ByteStream {
   size_t write_some(const void* data, size_t n) override {
     if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
     const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
-    const uint64_t cap = out_->capacity;
-    // The reader's position is loaded only when the one seen last leaves too little room:
-    // loading it pulls the reader's cache line over on every write.
-    if (cap - (w - read_pos_seen_) < n)
-      read_pos_seen_ = out_->read_pos.load(std::memory_order_acquire);
-    const size_t k = std::min<uint64_t>(n, cap - (w - read_pos_seen_));
+    const size_t k = std::min<uint64_t>(n, room(w, n));
     if (k == 0) return 0;
     copy_in(w, data, k);
     out_->write_pos.store(w + k, std::memory_order_release);
@@ -95,10 +90,8 @@ class RingStream : public ByteStream {
   bool write_whole(const void* a, size_t na, const void* b, size_t nb, bool ring_later) override {
     if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
     const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
-    const uint64_t cap = out_->capacity, n = na + nb;
-    if (cap - (w - read_pos_seen_) < n)
-      read_pos_seen_ = out_->read_pos.load(std::memory_order_acquire);
-    if (cap - (w - read_pos_seen_) < n) return false;
+    const size_t n = na + nb;
+    if (room(w, n) < n) return false;
     copy_in(w, a, na);
     copy_in(w + na, b, nb);
     if (n <= sizeof(out_->preview)) write_preview(w, a, na, b, nb);
@@ -187,6 +180,15 @@ class RingStream : public ByteStream {
     in_->read_pos.store(r + k, std::memory_order_release);  // the writer may reuse them now
     if (bell_) bell_->ring();
     return k;
+  }
+
+  // Free bytes in out_ at write position w. The reader's position is loaded only when the
+  // one seen last leaves less than `wanted`: loading it pulls the reader's cache line over.
+  uint64_t room(uint64_t w, size_t wanted) {
+    const uint64_t cap = out_->capacity;
+    if (cap - (w - read_pos_seen_) < wanted)
+      read_pos_seen_ = out_->read_pos.load(std::memory_order_acquire);
+    return cap - (w - read_pos_seen_);
   }
 
   // Copies n bytes to ring position w of out_ (not yet published).

@@ -75,24 +75,23 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
     whole = send_exchange(t, env);
   } catch (const std::exception& e) {
     set_failure(e.what());
-    work->finish(std::current_exception());
     {
       std::lock_guard lock(mu_);
       running_ = false;
     }
     cv_.notify_all();  // another thread may have queued a collective meanwhile
+    work->finish(std::current_exception());
     return work;
   }
   // Handed over at once if a progress loop must push the rest, or if another thread queued
   // a collective meanwhile (it must not wait for a waiter this one may never have).
-  bool hand_over = !whole;
+  bool handed = false;
   {
     std::lock_guard lock(mu_);
     lean_ = work;
-    hand_over = hand_over || !queue_.empty();
-    if (hand_over) hand_over_lean_locked();
+    if (!whole || !queue_.empty()) handed = hand_over_lean_locked();
   }
-  if (hand_over) cv_.notify_all();
+  if (handed) cv_.notify_all();
   return work;
 }
 
@@ -105,6 +104,8 @@ bool ProcessGroup::complete_lean(const PromiseWork* work) {
     mine = std::move(lean_);  // running_ stays set: this thread runs it
     broken = failure_;
   }
+  // run_item's steps, written out: through it (a Task and a second reference to the work)
+  // this path took 0.04 us more per collective.
   std::exception_ptr error;
   try {
     RG_CHECK(broken.empty(), broken);
@@ -113,7 +114,6 @@ bool ProcessGroup::complete_lean(const PromiseWork* work) {
     set_failure(e.what());
     error = std::current_exception();
   }
-  mine->finish(error);
   bool more = false;
   {
     std::lock_guard lock(mu_);
@@ -121,24 +121,26 @@ bool ProcessGroup::complete_lean(const PromiseWork* work) {
     more = !queue_.empty();
   }
   if (more) cv_.notify_all();
+  mine->finish(error);  // last, as in run_item
   if (error) std::rethrow_exception(error);
   return true;
 }
 
-void ProcessGroup::hand_over_lean_locked(const PromiseWork* work) {
-  if (!lean_ || (work && lean_.get() != work)) return;
+bool ProcessGroup::hand_over_lean_locked(const PromiseWork* work) {
+  if (!lean_ || (work && lean_.get() != work)) return false;
   std::shared_ptr<LeanWork> pending = std::move(lean_);
   queue_.emplace_front([this, pending] { receive_and_reduce(*pending); }, pending);
   running_ = false;
+  return true;
 }
 
 void ProcessGroup::hand_over_lean(const PromiseWork* work) {
+  bool handed = false;
   {
     std::lock_guard lock(mu_);
-    if (!lean_ || lean_.get() != work) return;
-    hand_over_lean_locked(work);
+    handed = hand_over_lean_locked(work);
   }
-  cv_.notify_all();
+  if (handed) cv_.notify_all();
 }
 
 // Inputs land in scratch slot 0, peer q's at slice q; this rank's own copy goes to slice r,

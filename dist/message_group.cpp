@@ -216,8 +216,7 @@ class MessagePump {
     }
     for (int q = 0; q < n; ++q) {
       if (exchange_recvs_[q]) wait_or_fail(*exchange_recvs_[q], timeout);
-      if (exchange_sends_.size() > size_t(q) && exchange_sends_[q])
-        wait_or_fail(*exchange_sends_[q], timeout);
+      if (exchange_sends_[q]) wait_or_fail(*exchange_sends_[q], timeout);
     }
     exchange_sends_.assign(n, nullptr);  // drop the ops' tensors now
     exchange_recvs_.assign(n, nullptr);
@@ -433,12 +432,8 @@ class MessagePump {
     data.peek(&theirs, sizeof(theirs));
     if (std::memcmp(&theirs, &h, sizeof(h)) != 0) return -1;  // the general path says why
     if (ready < frame) return 0;
-    size_t at = 0;  // one read for both: the header (already seen) is skipped
-    data.read_with(sizeof(WireHeader) + h.nbytes, [&at, payload](const char* bytes, size_t k) {
-      const size_t skip = at < sizeof(WireHeader) ? std::min(k, sizeof(WireHeader) - at) : 0;
-      if (k > skip) std::memcpy(payload + (at + skip - sizeof(WireHeader)), bytes + skip, k - skip);
-      at += k;
-    });
+    data.skip(sizeof(WireHeader));      // already seen
+    data.read_some(payload, h.nbytes);  // all there: ready >= frame
     return 1;
   }
 

@@ -164,16 +164,12 @@ void ProcessGroup::comm_loop() {
       running_ = true;
     }
     run_item(item);
-    {
-      std::lock_guard lock(mu_);
-      running_ = false;
-    }
   }
 }
 
 void ProcessGroup::run_item(Item& item) {
   std::exception_ptr error;
-  std::string broken = failure();
+  const std::string broken = failure();
   if (!broken.empty()) {
     error = std::make_exception_ptr(Error(broken));
   } else {
@@ -184,7 +180,14 @@ void ProcessGroup::run_item(Item& item) {
       error = std::current_exception();
     }
   }
-  item.second->finish(error);
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    running_ = false;
+    more = !queue_.empty();
+  }
+  if (more) cv_.notify_all();  // the communication thread takes the next one
+  item.second->finish(error);  // last: whoever sees it finished finds the group free
 }
 
 // Runs the queue up to and including `work` on the calling thread, if nothing runs.
@@ -203,11 +206,6 @@ bool ProcessGroup::try_run_inline(const PromiseWork* work) {
     const int previous_cap = set_thread_num_threads_cap(1);  // as on the communication thread
     run_item(item);
     set_thread_num_threads_cap(previous_cap);
-    {
-      std::lock_guard lock(mu_);
-      running_ = false;
-    }
-    cv_.notify_all();  // the communication thread takes the next queued collective, if any
     if (item.second.get() == work) return true;
   }
 }

@@ -219,11 +219,13 @@ class ProcessGroup {
   // throws its error if it failed).
   bool complete_lean(const PromiseWork* work);
   // Queues the pending lean collective (if it is `work`, or any when null) first in line for
-  // the communication thread; with mu_ held.
-  void hand_over_lean_locked(const PromiseWork* work = nullptr);
+  // the communication thread; with mu_ held. True if it did (the caller notifies).
+  bool hand_over_lean_locked(const PromiseWork* work = nullptr);
   void hand_over_lean(const PromiseWork* work);
   void receive_and_reduce(LeanWork& work);
-  // Runs the item (unless the group failed) and finishes its work with the outcome.
+  // Runs the item (unless the group failed), frees the group (running_) and then finishes
+  // its work with the outcome: a caller that sees the work finished finds the group free
+  // (the next small collective can take the lean path).
   void run_item(Item& item);
   // If `work` is queued and no collective runs, runs the queue up to and including it on the
   // calling thread (the caller waits at once: no hand-off to the communication thread and

@@ -780,6 +780,7 @@ class MessageGroup : public ProcessGroup {
   }
 
   bool exchanges_eagerly() const override { return pump_->all_rings(); }
+  bool peers_share_host() const override { return pump_->all_rings(); }
   bool send_exchange(const Tensor& mine, const Envelope& env) override {
     return pump_->send_exchange(mine, env);
   }

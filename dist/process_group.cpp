@@ -48,17 +48,21 @@ Milliseconds default_timeout() {
   return Milliseconds(300'000);
 }
 
-size_t default_direct_bytes() {
-  if (const char* s = std::getenv("RG_DIST_DIRECT_BYTES"); s && *s) {
-    char* end = nullptr;
-    const long long bytes = std::strtoll(s, &end, 10);
-    RG_CHECK(end != s && *end == '\0' && bytes >= 0 && bytes <= (int64_t(1) << 30),
-             "RG_DIST_DIRECT_BYTES: expected a whole number of bytes from 0 to 1 GiB, got '", s,
-             "'");
-    return static_cast<size_t>(bytes);
-  }
-  return 32 << 10;
+namespace {
+// A whole number of bytes from 0 to 1 GiB in environment variable `name`, else `fallback`.
+size_t bytes_from_env(const char* name, size_t fallback) {
+  const char* s = std::getenv(name);
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  const long long bytes = std::strtoll(s, &end, 10);
+  RG_CHECK(end != s && *end == '\0' && bytes >= 0 && bytes <= (int64_t(1) << 30), name,
+           ": expected a whole number of bytes from 0 to 1 GiB, got '", s, "'");
+  return static_cast<size_t>(bytes);
 }
+}  // namespace
+
+size_t default_direct_bytes() { return bytes_from_env("RG_DIST_DIRECT_BYTES", 32 << 10); }
+size_t default_single_copy_bytes() { return bytes_from_env("RG_DIST_SINGLE_COPY_BYTES", 2 << 20); }
 
 std::string describe(const Envelope& env) {
   if (env.kind == Collective::p2p)

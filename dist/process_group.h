@@ -52,6 +52,9 @@ Milliseconds default_timeout();
 // RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
 // else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
 size_t default_direct_bytes();
+// RG_DIST_SINGLE_COPY_BYTES (a whole number of bytes, 0 turns the single-copy path off) when
+// set, else 2 MiB (the crossover measured with bench/allreduce, see docs/dist.md).
+size_t default_single_copy_bytes();
 
 struct Options {
   // How long any rank waits for another to send or receive before the group fails.
@@ -61,6 +64,12 @@ struct Options {
   // All-reduces of at most this many bytes, and barriers, skip the ring for a direct
   // exchange: one message step instead of 2 (N-1) (dist/ring_allreduce.cpp). 0: never.
   size_t direct_bytes = default_direct_bytes();
+  // All-reduces of at least this many bytes between ranks of one host read the peers'
+  // buffers directly, one copy per byte (dist/single_copy_allreduce.cpp). 0: never.
+  size_t single_copy_bytes = default_single_copy_bytes();
+  // false: this rank refuses to have its memory read by its peers (every rank then takes
+  // the ring instead of the single-copy path, as when the kernel forbids such reads).
+  bool allow_peer_reads = true;
   // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
   std::string job_token = job_token_from_env();
 };
@@ -79,6 +88,10 @@ struct Envelope {
   bool operator==(const Envelope&) const = default;
 };
 std::string describe(const Envelope& env);  // "allreduce #3 (sum of 1000 float32)"
+
+// Whether the ranks may read each other's memory (dist/single_copy_allreduce.cpp): tested
+// once by the first single-copy all-reduce, agreed by all ranks.
+enum class PeerReads : uint8_t { untested, agreed, refused };
 
 // Handle of an asynchronous operation.
 class Work {
@@ -146,6 +159,10 @@ class ProcessGroup {
   uint64_t collectives_issued(Collective kind) const;
   // Of those, the ones that took the lean path (dist/lean_collective.cpp).
   uint64_t lean_collectives_issued() const { return lean_issued_.load(std::memory_order_relaxed); }
+  // All-reduces completed by the single-copy path (dist/single_copy_allreduce.cpp).
+  uint64_t single_copy_collectives() const {
+    return single_copy_done_.load(std::memory_order_relaxed);
+  }
 
   // ---- the message layer the algorithms are written over. `env` travels with the message
   // and must equal the receiver's; user p2p uses tags >= 0, collectives use kCollectiveTag.
@@ -175,6 +192,14 @@ class ProcessGroup {
   // receive_exchange's `inputs` holds N messages of `message_bytes` (mine.nbytes() of the
   // send), in any dtype (a byte buffer too): peer q's lands at byte q * message_bytes.
   virtual bool exchanges_eagerly() const { return false; }
+  // Whether every peer runs on this host (a process, or a thread of this one) whose memory
+  // process_vm_readv may read: the single-copy all-reduce asks first.
+  virtual bool peers_share_host() const { return false; }
+  // What the ranks agreed about reading each other's memory, and each single-copy
+  // all-reduce done; for the collective that runs (dist/single_copy_allreduce.cpp).
+  PeerReads peer_reads() const { return peer_reads_; }
+  void set_peer_reads(PeerReads verdict) { peer_reads_ = verdict; }
+  void count_single_copy() { single_copy_done_.fetch_add(1, std::memory_order_relaxed); }
   virtual bool send_exchange(const Tensor& mine, const Envelope& env);
   virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);
   // Waits for a message op of a collective; past options().timeout the group fails with an
@@ -240,6 +265,8 @@ class ProcessGroup {
   Options options_;
   std::atomic<uint64_t> issued_[kNumCollectives] = {};
   std::atomic<uint64_t> lean_issued_{0};
+  std::atomic<uint64_t> single_copy_done_{0};
+  PeerReads peer_reads_ = PeerReads::untested;
   uint64_t next_seq_ = 1;
 
   mutable std::mutex mu_;

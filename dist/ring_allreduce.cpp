@@ -28,6 +28,8 @@
 // reduces the N inputs in rank order (input 0, then + input 1, + input 2, ...), so every rank
 // does the same additions in the same order and ends with the same bits. One message step
 // instead of 2 (N-1), for (N-1) times the buffer sent per rank instead of 2 (N-1)/N times it.
+// Large buffers (from Options::single_copy_bytes) between ranks of one host take the
+// single-copy path where the ranks may read each other's memory (single_copy_allreduce.cpp).
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "dist/buffer_math.h"
+#include "dist/single_copy_allreduce.h"
 
 namespace rg::dist {
 
@@ -165,13 +168,16 @@ void exchange_and_reduce(ProcessGroup& pg, const Tensor& work, CombineOp op, con
   for (int q = 1; q < n; ++q) reduce_into(work, input(q), op);
 }
 
+// The ring all-reduce of `work`, already in the accumulation dtype (avg not yet divided).
+void ring_in_place(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env) {
+  const int n = pg.size();
+  Ring(pg, work, uneven_segments(work.numel(), n), 0, op, env).run(0, 2 * n - 3);
+}
+
 }  // namespace
 
 void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
-  const int n = pg.size();
-  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) {
-    Ring(pg, work, uneven_segments(buf.numel(), n), 0, op, env).run(0, 2 * n - 3);
-  });
+  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) { ring_in_place(pg, work, op, env); });
 }
 
 void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
@@ -182,9 +188,11 @@ void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const E
 
 void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
   if (buf.nbytes() <= pg.options().direct_bytes && pg.size() > 1)
-    direct_allreduce(pg, buf, op, env);
-  else
-    ring_allreduce(pg, buf, op, env);
+    return direct_allreduce(pg, buf, op, env);
+  if (!single_copy_eligible(pg, buf)) return ring_allreduce(pg, buf, op, env);
+  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) {
+    if (!single_copy_allreduce(pg, work, op, env)) ring_in_place(pg, work, op, env);  // refused
+  });
 }
 
 void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,

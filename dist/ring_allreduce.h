@@ -9,7 +9,9 @@ void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Env
 // All-reduce in one message step: every rank sends its whole buffer to every peer, then each
 // reduces all N inputs in rank order (bit-identical on every rank). For small buffers.
 void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
-// The direct exchange up to pg.options().direct_bytes, the ring above (ProcessGroup's choice).
+// The direct exchange up to pg.options().direct_bytes, the single-copy path from
+// options().single_copy_bytes where the ranks share a host (single_copy_allreduce.h), the
+// ring otherwise (ProcessGroup's choice).
 void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env);
 void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/hash.h"
@@ -124,6 +125,65 @@ TEST_CASE("tcp all-reduce gives the same result over sockets as over shared memo
   }
 }
 
+// Whether this kernel lets a process read a sibling's memory (process_vm_readv): not under
+// Yama's ptrace_scope 1 to 3. The single-copy path must be taken exactly where it does.
+bool kernel_allows_peer_reads() {
+  std::ifstream scope_file("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  return !(scope_file >> scope) || scope == 0;
+}
+
+// All-reduces above a 64 KiB single-copy crossover (and one below it) with every rank
+// checking the reference and the bits; returns how many took the single-copy path.
+uint64_t allreduce_across_single_copy(ProcessGroup& pg) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16})
+    for (int64_t length : {int64_t(1000), int64_t(300'007)}) {
+      Tensor t = make_input(dtype, length, pg.rank(), 9);
+      pg.allreduce(t)->wait();
+      std::string problem = check_reduction(t, CombineOp::sum, pg.size(), 9);
+      RG_CHECK(problem.empty(), problem);
+      check_identical(pg, t, str(dtype_name(dtype), " ", length));
+    }
+  return pg.single_copy_collectives();
+}
+
+TEST_CASE("tcp single-copy all-reduce over processes is exact, bit-identical, and taken") {
+  Options options;
+  options.single_copy_bytes = 64 << 10;
+  const uint64_t expected = kernel_allows_peer_reads() ? 3 : 0;
+  if (expected == 0) MESSAGE("Yama ptrace_scope forbids peer reads: the ring is checked instead");
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    expect_success(run_tcp(
+        n,
+        [&](ProcessGroup& pg) {
+          const uint64_t taken = allreduce_across_single_copy(pg);
+          RG_CHECK(taken == expected, "single-copy path taken ", taken, " times, expected ",
+                   expected);
+        },
+        options));
+  }
+}
+
+// Rank 1 refuses to have its memory read: the vote makes every rank take the ring.
+TEST_CASE("tcp ranks agree on the ring when one refuses peer reads") {
+  StoreProcess server;
+  const int port = server.port();
+  auto results = run_processes(
+      3,
+      [&](int rank) {
+        Options options;
+        options.single_copy_bytes = 64 << 10;
+        options.allow_peer_reads = rank != 1;
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, 3, options);
+        RG_CHECK(allreduce_across_single_copy(*pg) == 0, "single-copy path taken");
+        RG_CHECK(pg->peer_reads() == PeerReads::refused, "peer reads not refused");
+      },
+      std::chrono::seconds(120));
+  expect_success(results);
+}
+
 TEST_CASE("tcp broadcast, allgather, reduce_scatter, barrier and send/recv across processes") {
   expect_success(run_tcp(3, [](ProcessGroup& pg) {
     const int n = pg.size();
@@ -205,25 +265,29 @@ TEST_CASE("a rank that never joins makes the others fail at start-up, naming it"
   }
 }
 
+// 100'000 floats go around the ring, 1'000'000 (4 MiB) take the single-copy path.
 TEST_CASE("a rank that dies mid-training makes the others fail at once, naming it") {
   Options options;
   options.timeout = Milliseconds(60'000);  // must not be what ends the wait
-  auto start = Clock::now();
-  auto results = run_tcp(
-      3,
-      [](ProcessGroup& pg) {
-        Tensor t = make_input(DType::f32, 100'000, pg.rank());
-        pg.allreduce(t)->wait();
-        if (pg.rank() == 1) _exit(7);  // crashes between two collectives
-        pg.allreduce(t)->wait();
-      },
-      options, true, std::chrono::seconds(40));
-  CHECK(Clock::now() - start < std::chrono::seconds(20));
-  CHECK(results[1].status == 7);
-  for (int r : {0, 2}) {
-    INFO(results[r].message);
-    CHECK(results[r].status == 1);
-    CHECK(results[r].message.find("rank 1") != std::string::npos);
+  for (int64_t length : {int64_t(100'000), int64_t(1'000'000)}) {
+    CAPTURE(length);
+    auto start = Clock::now();
+    auto results = run_tcp(
+        3,
+        [&](ProcessGroup& pg) {
+          Tensor t = make_input(DType::f32, length, pg.rank());
+          pg.allreduce(t)->wait();
+          if (pg.rank() == 1) _exit(7);  // crashes between two collectives
+          pg.allreduce(t)->wait();
+        },
+        options, true, std::chrono::seconds(40));
+    CHECK(Clock::now() - start < std::chrono::seconds(20));
+    CHECK(results[1].status == 7);
+    for (int r : {0, 2}) {
+      INFO(results[r].message);
+      CHECK(results[r].status == 1);
+      CHECK(results[r].message.find("rank 1") != std::string::npos);
+    }
   }
 }
 

@@ -1,0 +1,214 @@
+// Single-copy all-reduce: ranks on one host read each other's buffers with process_vm_readv
+// (Linux cross-memory attach; the kernel copies straight from the peer's pages), so each
+// byte crosses between ranks once. Through the shared-memory rings it is copied twice (into
+// a ring, out of it), in both halves of the ring all-reduce. Open MPI's shared-memory
+// transport makes the same choice for large messages (btl vader, single_copy_mechanism cma).
+//
+// The buffer is cut into N segments as the ring cuts it (the first count % N one element
+// longer); rank r owns segment r. Three rounds of small messages, each a direct exchange
+// with every peer, order the reads:
+//   1. describe: every rank sends (process id, buffer address, byte count, probe address,
+//      probe value) to every peer. Its buffer is ready to be read from then on.
+//   2. reduce: rank r reads segment r of every peer's buffer, a chunk at a time, into a
+//      bounce buffer small enough to stay in the core's cache, and folds it into its own
+//      segment r (own input, then the peers' in rank order). Then it sends "reduced".
+//   3. gather: with "reduced" from every peer, rank r reads each segment k != r from its
+//      owner k straight into its own buffer, then sends "done". It returns once every peer
+//      said "done": nobody reads its buffer any more, so the caller may change it.
+// Peers read only segments that their owner no longer writes (segment q of rank r's buffer
+// is read by q in step 2, while r writes only segment r; step 3 reads completed segments).
+//
+// First use: the ranks may not be allowed to read each other (ptrace restrictions such as
+// Yama's ptrace_scope, different PID namespaces, another user). Step 1 then also carries a
+// probe: each rank reads every peer's probe word, compares it with the value described, and
+// votes; a second round shares the votes, so every rank takes the same decision. Refused
+// (or Options::allow_peer_reads false on any rank): the ring, for this and later collectives.
+//
+// Determinism: segment k is reduced by rank k alone, always in the same order, and copied
+// bit for bit: every rank ends with the same bits, and reruns repeat them. Failure: the
+// message rounds name a peer that dies or stops answering (within the timeout); a read of a
+// peer that went away fails naming it; a description that does not match this collective is
+// reported and never read.
+#include "dist/single_copy_allreduce.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dist/buffer_math.h"
+#include "dist/combine_bytes.h"
+
+namespace rg::dist {
+namespace {
+
+// Chunk of the reduce step: the bounce buffer stays in L2 while folded
+// (128 KiB measured fastest of 32, 64, 128 and 256 KiB, docs/dist.md).
+constexpr size_t kChunkBytes = 128 << 10;
+
+// The words of a rank's description (int64 each).
+enum Word { kPid, kAddress, kBytes, kProbeAddress, kProbeValue, kWords };
+// The message rounds; the stage travels as the envelope's root (which an all-reduce does not
+// use; the tag must stay the collectives' own), so a rank in another round, or running the
+// ring, is reported instead of read.
+enum Stage { kDescribe = 1, kVote, kReduced, kDone };
+
+DType accumulation(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
+
+uint64_t probe_value() {
+  std::random_device device;
+  return (uint64_t(device()) << 32) ^ device() ^
+         uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+class SingleCopy {
+ public:
+  SingleCopy(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env)
+      : pg_(pg), op_(op), env_(env), n_(pg.size()), r_(pg.rank()), dtype_(work.dtype()) {
+    base_ = static_cast<char*>(work.data_ptr());
+    bytes_ = work.nbytes();
+    const int64_t count = work.numel(), per = count / n_, extra = count % n_;
+    for (int k = 0; k <= n_; ++k)
+      segment_.push_back((k * per + std::min<int64_t>(k, extra)) * itemsize(dtype_));
+    // One scratch call: descriptions of the N ranks and this one's, then N + 1 votes.
+    words_ = pg.scratch(2, (n_ + 1) * (kWords + 1), DType::i64, kCPU);
+    bounce_ = static_cast<char*>(pg.scratch_bytes(3, kChunkBytes, kCPU).data_ptr());
+  }
+
+  bool run() {
+    describe_buffers();
+    if (pg_.peer_reads() == PeerReads::untested) agree();
+    if (pg_.peer_reads() != PeerReads::agreed) return false;
+    reduce_own_segment();
+    round(kReduced);
+    gather();
+    round(kDone);
+    return true;
+  }
+
+ private:
+  int64_t* word(int rank) { return static_cast<int64_t*>(words_.data_ptr()) + rank * kWords; }
+  int64_t* vote(int rank) { return word(n_ + 1) + rank; }
+  Envelope stage_envelope(Stage stage, int64_t words) const {
+    Envelope e = env_;
+    e.dtype = DType::i64, e.count = words, e.root = stage;
+    return e;
+  }
+
+  void describe_buffers() {
+    int64_t* mine = word(n_);
+    mine[kPid] = getpid();
+    mine[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base_));
+    mine[kBytes] = static_cast<int64_t>(bytes_);
+    mine[kProbeAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue]));
+    const bool probe = pg_.peer_reads() == PeerReads::untested;  // random_device costs ~25 µs
+    mine[kProbeValue] = probe ? static_cast<int64_t>(probe_value()) : 0;
+    pg_.exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
+                          flat_slice(words_, 0, n_ * kWords), stage_envelope(kDescribe, kWords));
+    for (int q = 0; q < n_; ++q)
+      if (q != r_)
+        RG_CHECK(word(q)[kBytes] == static_cast<int64_t>(bytes_) && word(q)[kPid] > 0,
+                 describe_env(), ": rank ", q, " describes a buffer of ", word(q)[kBytes],
+                 " bytes in process ", word(q)[kPid], ", expected ", bytes_, " bytes");
+  }
+
+  // Every rank reads every peer's probe word and votes; all must vote yes.
+  void agree() {
+    bool yes = pg_.options().allow_peer_reads;
+    for (int q = 0; q < n_ && yes; ++q) {
+      if (q == r_) continue;
+      int64_t seen = 0;
+      yes = try_read(q, word(q)[kProbeAddress], &seen, sizeof seen) == sizeof seen &&
+            seen == word(q)[kProbeValue];
+    }
+    *vote(n_) = yes;
+    pg_.exchange_with_all(flat_slice(words_, (n_ + 1) * kWords + n_, 1),
+                          flat_slice(words_, (n_ + 1) * kWords, n_), stage_envelope(kVote, 1));
+    for (int q = 0; q < n_; ++q) yes = yes && (q == r_ || *vote(q) == 1);
+    pg_.set_peer_reads(yes ? PeerReads::agreed : PeerReads::refused);
+  }
+
+  // A message round without payload: returns once every peer has sent its `stage` message.
+  void round(Stage stage) {
+    Tensor none = flat_slice(words_, 0, 0);
+    pg_.exchange_with_all(none, none, stage_envelope(stage, 0));
+  }
+
+  // Segment r, chunk by chunk: own input (op) input 0 (op) input 1 ... (peers in rank order).
+  void reduce_own_segment() {
+    const int64_t item = itemsize(dtype_);
+    for (int64_t at = segment_[r_]; at < segment_[r_ + 1]; at += kChunkBytes) {
+      const size_t len = std::min<int64_t>(kChunkBytes, segment_[r_ + 1] - at);
+      for (int k = 0; k < n_; ++k) {
+        if (k == r_) continue;
+        read(k, at, bounce_, len);
+        combine_bytes(base_ + at, bounce_, static_cast<int64_t>(len) / item, dtype_, op_);
+      }
+    }
+  }
+
+  void gather() {
+    for (int k = 0; k < n_; ++k)
+      if (k != r_) read(k, segment_[k], base_ + segment_[k], segment_[k + 1] - segment_[k]);
+  }
+
+  // Copies `len` bytes at byte `offset` of rank q's buffer into `into`.
+  void read(int q, int64_t offset, char* into, size_t len) {
+    const ssize_t got = try_read(q, word(q)[kAddress] + offset, into, len);
+    if (got != static_cast<ssize_t>(len))
+      RG_FAIL(describe_env(), ": reading rank ", q, "'s buffer (process ", word(q)[kPid],
+              ") failed: ", got < 0 ? std::strerror(errno) : "it went away");
+  }
+
+  // Reads until done, a failure (-1, errno set) or nothing more (fewer bytes).
+  ssize_t try_read(int q, int64_t address, void* into, size_t len) {
+    size_t done = 0;
+    while (done < len) {
+      iovec local{static_cast<char*>(into) + done, len - done};
+      iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(address) + done), len - done};
+      const ssize_t got =
+          process_vm_readv(static_cast<pid_t>(word(q)[kPid]), &local, 1, &remote, 1, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return -1;
+      if (got == 0) break;
+      done += static_cast<size_t>(got);
+    }
+    return static_cast<ssize_t>(done);
+  }
+
+  std::string describe_env() const { return str("rank ", r_, ": ", describe(env_)); }
+
+  ProcessGroup& pg_;
+  CombineOp op_;
+  Envelope env_;
+  int n_, r_;
+  DType dtype_;
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::vector<int64_t> segment_;  // byte offsets; segment k is [segment_[k], segment_[k + 1])
+  Tensor words_;
+  char* bounce_ = nullptr;  // kChunkBytes of a peer's input
+};
+
+}  // namespace
+
+bool single_copy_eligible(const ProcessGroup& pg, const Tensor& buf) {
+  const size_t threshold = pg.options().single_copy_bytes;
+  return pg.size() > 1 && threshold > 0 && buf.nbytes() >= threshold && pg.peers_share_host() &&
+         pg.peer_reads() != PeerReads::refused && buf.device().is_host_memory() &&
+         combines_bytes(accumulation(buf.dtype()));
+}
+
+bool single_copy_allreduce(ProcessGroup& pg, const Tensor& work, CombineOp op,
+                           const Envelope& env) {
+  if (!SingleCopy(pg, work, op, env).run()) return false;
+  pg.count_single_copy();
+  return true;
+}
+
+}  // namespace rg::dist

@@ -1,0 +1,20 @@
+// The single-copy all-reduce of large buffers between ranks of one host (processes whose
+// messages go through shared-memory rings, or threads of one process): each rank reads its
+// peers' buffers straight out of their memory (Linux cross-memory attach, process_vm_readv)
+// instead of having every byte copied into a ring and out again (see the .cpp).
+#pragma once
+#include "dist/process_group.h"
+
+namespace rg::dist {
+
+// Whether an all-reduce of `buf` may take the single-copy path: a backend whose peers all
+// share this host, f32/f64/bf16 in host memory, at least options().single_copy_bytes, and the
+// ranks have not already refused it. The same answer on every rank for the same collective.
+bool single_copy_eligible(const ProcessGroup& pg, const Tensor& buf);
+
+// All-reduce of `work` (f32 or f64, host memory) in place. The first time, the ranks check
+// that each can read every peer's memory and agree on the answer; returns false (nothing
+// reduced, on every rank) when they cannot, and the caller runs the ring instead.
+bool single_copy_allreduce(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env);
+
+}  // namespace rg::dist

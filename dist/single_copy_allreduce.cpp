@@ -38,7 +38,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "dist/buffer_math.h"
@@ -58,12 +57,15 @@ enum Word { kPid, kAddress, kBytes, kProbeAddress, kProbeValue, kWords };
 // ring, is reported instead of read.
 enum Stage { kDescribe = 1, kVote, kReduced, kDone };
 
-DType accumulation(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
-
-uint64_t probe_value() {
-  std::random_device device;
-  return (uint64_t(device()) << 32) ^ device() ^
-         uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+// A value that memory in another process is unlikely to hold at the probe's address: the
+// clock, the process id and the address mixed (splitmix64's finalizer). Cheap, unlike
+// std::random_device (25 µs a call here), which may also throw where no entropy source is.
+uint64_t probe_value(const void* address) {
+  uint64_t x = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+               (static_cast<uint64_t>(getpid()) << 32) ^ reinterpret_cast<uintptr_t>(address);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 class SingleCopy {
@@ -106,8 +108,7 @@ class SingleCopy {
     mine[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base_));
     mine[kBytes] = static_cast<int64_t>(bytes_);
     mine[kProbeAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue]));
-    const bool probe = pg_.peer_reads() == PeerReads::untested;  // random_device costs ~25 µs
-    mine[kProbeValue] = probe ? static_cast<int64_t>(probe_value()) : 0;
+    mine[kProbeValue] = static_cast<int64_t>(probe_value(&mine[kProbeValue]));
     pg_.exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
                           flat_slice(words_, 0, n_ * kWords), stage_envelope(kDescribe, kWords));
     for (int q = 0; q < n_; ++q)
@@ -201,7 +202,7 @@ bool single_copy_eligible(const ProcessGroup& pg, const Tensor& buf) {
   const size_t threshold = pg.options().single_copy_bytes;
   return pg.size() > 1 && threshold > 0 && buf.nbytes() >= threshold && pg.peers_share_host() &&
          pg.peer_reads() != PeerReads::refused && buf.device().is_host_memory() &&
-         combines_bytes(accumulation(buf.dtype()));
+         (combines_bytes(buf.dtype()) || buf.dtype() == DType::bf16);  // bf16: reduced in f32
 }
 
 bool single_copy_allreduce(ProcessGroup& pg, const Tensor& work, CombineOp op,

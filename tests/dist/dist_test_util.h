@@ -1,6 +1,10 @@
 // Shared helpers of the dist tests: deterministic per-rank inputs, the f64 reference of each
-// reduction, per-dtype tolerances, and byte-level comparison of results across ranks.
+// reduction, per-dtype tolerances, byte-level comparison of results across ranks, and whether
+// this machine lets a process read memory with process_vm_readv.
 #pragma once
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -131,6 +135,17 @@ inline std::vector<char> bytes_of(const Tensor& t) {
 
 inline bool supports(DType dtype, CombineOp op) {
   return !(op == CombineOp::avg && (dtype == DType::i32 || dtype == DType::i64));
+}
+
+// Whether process_vm_readv works here at all (a seccomp filter may forbid it): read a word of
+// this very process. The single-copy all-reduce must be taken exactly where it does (and,
+// between processes, where Yama allows; see test_tcp.cpp).
+inline bool process_reads_work() {
+  const int64_t source = 0x5eed;
+  int64_t seen = 0;
+  iovec local{&seen, sizeof seen};
+  iovec remote{const_cast<int64_t*>(&source), sizeof source};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof seen && seen == source;
 }
 
 }  // namespace rg::dist::test

@@ -107,7 +107,10 @@ class SingleCopy {
     mine[kPid] = getpid();
     mine[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base_));
     mine[kBytes] = static_cast<int64_t>(bytes_);
-    mine[kProbeAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue]));
+    // A rank that refuses peer reads describes no probe word (address 0): nobody reads it.
+    const bool allow = pg_.options().allow_peer_reads;
+    mine[kProbeAddress] =
+        allow ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue])) : 0;
     mine[kProbeValue] = static_cast<int64_t>(probe_value(&mine[kProbeValue]));
     pg_.exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
                           flat_slice(words_, 0, n_ * kWords), stage_envelope(kDescribe, kWords));
@@ -124,7 +127,8 @@ class SingleCopy {
     for (int q = 0; q < n_ && yes; ++q) {
       if (q == r_) continue;
       int64_t seen = 0;
-      yes = try_read(q, word(q)[kProbeAddress], &seen, sizeof seen) == sizeof seen &&
+      yes = word(q)[kProbeAddress] != 0 &&
+            try_read(q, word(q)[kProbeAddress], &seen, sizeof seen) == sizeof seen &&
             seen == word(q)[kProbeValue];
     }
     *vote(n_) = yes;

@@ -29,6 +29,13 @@ Tensor flat_slice(const Tensor& t, int64_t start, int64_t length) {
   return make_view(t, {length}, {1}, t.offset() + start);
 }
 
+std::vector<int64_t> uneven_segments(int64_t count, int n) {
+  std::vector<int64_t> offset(n + 1);
+  const int64_t base = count / n, extra = count % n;
+  for (int k = 0; k <= n; ++k) offset[k] = k * base + std::min<int64_t>(k, extra);
+  return offset;
+}
+
 void reduce_into(const Tensor& acc, const Tensor& incoming, CombineOp op) {
   check_same(acc, incoming, "reduce_into");
   RG_CHECK(acc.dtype() == incoming.dtype(), "reduce_into: dtypes ", acc.dtype(), " and ",

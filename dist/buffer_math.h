@@ -5,6 +5,8 @@
 // device's own kernels (cuda). All tensors are contiguous, of one dtype and device
 // (conversions and cross-device copies excepted), and of equal numel.
 #pragma once
+#include <vector>
+
 #include "core/tensor.h"
 #include "dist/process_group.h"
 
@@ -18,5 +20,8 @@ void divide_by(const Tensor& t, int64_t n);
 void copy_buffer(const Tensor& dst, const Tensor& src);
 // A contiguous 1-D view of elements [start, start + length) of a contiguous tensor.
 Tensor flat_slice(const Tensor& t, int64_t start, int64_t length);
+// Where N segments of `count` elements lie, as the ring cuts them: the first count % N one
+// element longer (element offsets; offset[N] is the end).
+std::vector<int64_t> uneven_segments(int64_t count, int n);
 
 }  // namespace rg::dist

@@ -195,10 +195,11 @@ class ProcessGroup {
   // Whether every peer runs on this host (a process, or a thread of this one) whose memory
   // process_vm_readv may read: the single-copy all-reduce asks first.
   virtual bool peers_share_host() const { return false; }
-  // What the ranks agreed about reading each other's memory, and each single-copy
-  // all-reduce done; for the collective that runs (dist/single_copy_allreduce.cpp).
+  // What the ranks agreed about reading each other's memory (set once, by the first
+  // single-copy all-reduce; dist/single_copy_allreduce.cpp).
   PeerReads peer_reads() const { return peer_reads_; }
   void set_peer_reads(PeerReads verdict) { peer_reads_ = verdict; }
+  // Called by each single-copy all-reduce that completes (read by single_copy_collectives()).
   void count_single_copy() { single_copy_done_.fetch_add(1, std::memory_order_relaxed); }
   virtual bool send_exchange(const Tensor& mine, const Envelope& env);
   virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);

@@ -48,14 +48,6 @@ int64_t ring_chunks(int64_t max_segment_bytes, size_t chunk_bytes) {
 
 namespace {
 
-// Where the N segments of the buffer lie (element offsets; offset[N] is the end).
-std::vector<int64_t> uneven_segments(int64_t count, int n) {
-  std::vector<int64_t> offset(n + 1);
-  const int64_t base = count / n, extra = count % n;
-  for (int k = 0; k <= n; ++k) offset[k] = k * base + std::min<int64_t>(k, extra);
-  return offset;
-}
-
 class Ring {
  public:
   // `shift` rotates which segment a rank owns: the one it completes is r + 1 + shift.

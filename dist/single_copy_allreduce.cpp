@@ -74,9 +74,8 @@ class SingleCopy {
       : pg_(pg), op_(op), env_(env), n_(pg.size()), r_(pg.rank()), dtype_(work.dtype()) {
     base_ = static_cast<char*>(work.data_ptr());
     bytes_ = work.nbytes();
-    const int64_t count = work.numel(), per = count / n_, extra = count % n_;
-    for (int k = 0; k <= n_; ++k)
-      segment_.push_back((k * per + std::min<int64_t>(k, extra)) * itemsize(dtype_));
+    segment_ = uneven_segments(work.numel(), n_);
+    for (int64_t& offset : segment_) offset *= static_cast<int64_t>(itemsize(dtype_));
     // One scratch call: descriptions of the N ranks and this one's, then N + 1 votes.
     words_ = pg.scratch(2, (n_ + 1) * (kWords + 1), DType::i64, kCPU);
     bounce_ = static_cast<char*>(pg.scratch_bytes(3, kChunkBytes, kCPU).data_ptr());

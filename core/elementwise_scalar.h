@@ -72,18 +72,25 @@ RG_SCALAR T gelu_erf_grad(T x) {
   return T(0.5) * (T(1) + erf(x * T(kSqrtHalf))) + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x);
 }
 
-// GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// computed as x sigma(2u) = x / (1 + e^{-2u}), its equal: one exp and one division instead of
+// tanh's exp, division and polynomial (GELU took 5% of a GPT step on cpu), and no
+// cancellation in 1 + tanh(u) for negative x. Derivative: s + 2 x s (1 - s) du/dx, s = sigma(2u).
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kGeluCubic = 0.044715;
 template <typename T>
+RG_SCALAR T gelu_tanh_sigmoid(T x) {  // sigma(2u)
+  return T(1) / (T(1) + exp(T(-2 * kGeluScale) * (x + T(kGeluCubic) * x * x * x)));
+}
+template <typename T>
 RG_SCALAR T gelu_tanh(T x) {
-  return T(0.5) * x * (T(1) + tanh(T(kGeluScale) * (x + T(kGeluCubic) * x * x * x)));
+  return x * gelu_tanh_sigmoid(x);
 }
 template <typename T>
 RG_SCALAR T gelu_tanh_grad(T x) {
-  T t = tanh(T(kGeluScale) * (x + T(kGeluCubic) * x * x * x));
+  T s = gelu_tanh_sigmoid(x);
   T du = T(kGeluScale) * (T(1) + T(3 * kGeluCubic) * x * x);  // du/dx
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+  return s + T(2) * x * s * (T(1) - s) * du;
 }
 
 // Passes a row's value through, failing to compile when the expression left type T (a bare

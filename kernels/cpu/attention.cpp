@@ -26,6 +26,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/eigen_threads.h"
+#include "kernels/cpu/row_math.h"
 
 namespace rg::cpu {
 namespace {
@@ -73,6 +74,28 @@ int64_t visible_keys(const Geometry& g, int64_t i, int64_t j0, int64_t bc) {
   return std::clamp<int64_t>(g.key_end(i) - j0, 0, bc);
 }
 
+// row[c] = exp(row[c] - shift) for c < n, returning their sum. float: one SIMD pass
+// (row_math.h: the vectorisable exp_f32, the sum in double lanes; glibc's expf was a call per
+// score); double: a plain loop.
+template <typename C>
+C exp_shifted(C* row, int64_t n, C shift) {
+  if constexpr (std::is_same_v<C, float>) {
+    return static_cast<float>(row::exp_sum(row, row, n, shift));
+  } else {
+    C sum = 0;
+    for (int64_t c = 0; c < n; ++c) sum += row[c] = std::exp(row[c] - shift);
+    return sum;
+  }
+}
+
+// The largest of m and row[0..n).
+template <typename C>
+C row_max(const C* row, int64_t n, C m) {
+  if constexpr (std::is_same_v<C, float>) return std::max(m, row::max(row, n));
+  for (int64_t c = 0; c < n; ++c) m = std::max(m, row[c]);
+  return m;
+}
+
 // One query tile of the forward: online softmax over the key tiles it sees.
 template <typename C>
 void forward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Map<C>& V, Map<C>& O,
@@ -85,14 +108,11 @@ void forward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Map
     s.noalias() = C(g.scale) * Q.middleRows(i0, br) * K.middleRows(j0, bc).transpose();
     for (int64_t r = 0; r < br; ++r) {
       const int64_t n = visible_keys(g, i0 + r, j0, bc);
-      C mx = m[r];
-      for (int64_t c = 0; c < n; ++c) mx = std::max(mx, s(r, c));
-      C sum = 0;
-      for (int64_t c = 0; c < bc; ++c) {
-        s(r, c) = c < n ? std::exp(s(r, c) - mx) : C(0);
-        sum += s(r, c);
-      }
+      C* row = s.row(r).data();
+      std::fill(row + n, row + bc, C(0));
       if (n == 0) continue;  // a later tile wholly above this row's diagonal
+      const C mx = row_max(row, n, m[r]);
+      const C sum = exp_shifted(row, n, mx);
       const C correction = m[r] == -std::numeric_limits<C>::infinity() ? C(0) : std::exp(m[r] - mx);
       l[r] = l[r] * correction + sum;
       acc.row(r) *= correction;
@@ -119,10 +139,11 @@ void backward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Ma
     dp.noalias() = dO.middleRows(i0, br) * V.middleRows(j0, bc).transpose();
     for (int64_t r = 0; r < br; ++r) {
       const int64_t n = visible_keys(g, i0 + r, j0, bc);
-      for (int64_t c = 0; c < bc; ++c) {
-        p(r, c) = c < n ? std::exp(p(r, c) - lse[i0 + r]) : C(0);
-        dp(r, c) = p(r, c) * (dp(r, c) - delta[i0 + r]);  // now ds
-      }
+      C *p_row = p.row(r).data(), *ds_row = dp.row(r).data();
+      exp_shifted(p_row, n, lse[i0 + r]);
+      std::fill(p_row + n, p_row + bc, C(0));
+      const C d = delta[i0 + r];
+      for (int64_t c = 0; c < bc; ++c) ds_row[c] = p_row[c] * (ds_row[c] - d);  // dp -> ds
     }
     dV.middleRows(j0, bc).noalias() += p.transpose() * dO.middleRows(i0, br);
     dQ.middleRows(i0, br).noalias() += C(g.scale) * dp * K.middleRows(j0, bc);

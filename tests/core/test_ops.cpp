@@ -202,6 +202,29 @@ TEST_CASE("gelu(x, approximate) is PyTorch's: exact by default, \"tanh\" on requ
       doctest::Contains("gelu: approximate must be \"none\" or \"tanh\", got \"erf\""), Error);
 }
 
+TEST_CASE("gelu_tanh in f32 keeps its relative accuracy in the negative tail, value and slope") {
+  // 0.5 x (1 + tanh(u)) loses every digit there in float (1 + tanh(u) cancels); ringgrad
+  // computes x sigma(2u), its equal, which does not.
+  std::vector<double> xs;
+  for (double v = -9; v <= 3; v += 0.25) xs.push_back(v);
+  Tensor x = tensor(xs, {static_cast<int64_t>(xs.size())}, kFloat32).requires_grad_(true);
+  Tensor y = gelu_tanh(x);
+  sum(y).backward();
+  const auto value = y.to_vector<double>(), slope = x.grad().to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // The reference in double, through 1 + tanh(u) = 2 / (1 + e^{-2u}) too: the tanh form
+    // cancels in double as well from x = -7 down (1 + tanh(u) < 1e-16 there).
+    const double v = static_cast<float>(xs[i]), c = std::sqrt(2 / M_PI);
+    const double s = 1 / (1 + std::exp(-2 * c * (v + 0.044715 * v * v * v)));
+    const double want = v * s,
+                 want_slope = s + 2 * v * s * (1 - s) * c * (1 + 3 * 0.044715 * v * v);
+    INFO("x = ", v, ": gelu ", value[i], " slope ", slope[i], ", want ", want, " ", want_slope);
+    CHECK(std::abs(value[i] - want) <= 1e-5 * std::abs(want));
+    // The slope crosses zero near -0.75 (cancellation in f32 there); relative from -2 down.
+    CHECK(std::abs(slope[i] - want_slope) <= (v <= -2 ? 1e-5 * std::abs(want_slope) : 1e-6));
+  }
+}
+
 TEST_CASE("reductions match the f64 reference, with keepdim and negative dims") {
   Tensor x = rnd({4, 5, 6}, 4).permute({2, 0, 1});  // [6,4,5] non-contiguous
   auto v = x.to_vector<double>();

@@ -153,6 +153,11 @@ struct AdamWTensors {
   /* out contiguous, x and weight any strides; the bias is added in the GEMM's epilogue */    \
   X(linear, void, (const Tensor& out, const Tensor& x, const Tensor& weight,                 \
                    const Tensor& bias))                                                       \
+  /* linear's weight gradient over sequences, f32 and f64, all contiguous (optional: ops */   \
+  /* compose matmul and sum where a device lacks it): dweight [N,K] = sum over b of */         \
+  /* dy[b]^T @ x[b], dy [B,T,N], x [B,T,K]; each sequence's product in the dtype, their */     \
+  /* sum over b in double */                                                                  \
+  X(linear_weight_grad, void, (const Tensor& dweight, const Tensor& dy, const Tensor& x))     \
   /* softmax or log_softmax along `dim`; in and out contiguous */                             \
   X(softmax, void, (const Tensor& out, const Tensor& in, int64_t dim, bool log))              \
   /* grad_in from grad_out and the forward output y */                                        \
@@ -202,6 +207,9 @@ struct AdamWTensors {
   /* rounded as x.mul_(scale) */                                                              \
   X(scale_multi, void, (const std::vector<Tensor>& tensors, double scale))
 // clang-format on
+
+// Kernels a device may lack: the ops compose other kernels there instead.
+#define RG_OPTIONAL_KERNELS(X) X(linear_weight_grad)
 
 // One table per device type; a null entry means the device lacks that kernel.
 struct KernelTable {

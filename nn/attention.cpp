@@ -25,13 +25,16 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = n_embd, H = n_head, D = C / H;
   RG_CHECK(T <= block_size, "CausalSelfAttention: sequence length ", T, " exceeds block_size ",
            block_size);
-  std::vector<Tensor> qkv = split(c_attn->forward(x), C, 2);
-  auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
-  Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // [B,H,T,D]
-  const bool dropout_on_probabilities = is_training() && attn_dropout->p > 0;
-  Tensor y = dropout_on_probabilities ? attention_written_out(q, k, v)
-                                      : scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
-  y = y.transpose(1, 2).contiguous().view({B, T, C});
+  Tensor packed = c_attn->forward(x);  // [B, T, 3C]: q, k, v side by side
+  Tensor y;
+  if (is_training() && attn_dropout->p > 0) {  // dropout on the probabilities: written out
+    std::vector<Tensor> qkv = split(packed, C, 2);
+    auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
+    y = attention_written_out(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));  // [B,H,T,D]
+    y = y.transpose(1, 2).contiguous().view({B, T, C});
+  } else {  // the fused kernel, the heads cut and merged inside one node
+    y = packed_qkv_attention(packed, H, /*is_causal=*/true);
+  }
   return resid_dropout->forward(c_proj->forward(y));
 }
 

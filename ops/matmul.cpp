@@ -135,14 +135,20 @@ struct LinearDerivative {
     return grads;
   }
   // dW = dy^T @ x. 2-D: one GEMM. More dims: one product per leading index [N,T] @ [T,K],
-  // summed over them by the reduce kernel (in double), as matmul's derivative does: k
-  // micro-batches then make the same per-sequence products as one batch, and f32 gradient
-  // accumulation stays within 1e-5 of one batch (one GEMM over all B*T rows: 2e-5).
+  // summed over them in double: k micro-batches then make the same per-sequence products as
+  // one batch, and f32 gradient accumulation stays within 1e-5 of one batch (one GEMM over
+  // all B*T rows: 2e-5). The device's linear_weight_grad kernel where it has one (cpu, f32
+  // and f64), else matmul and the reduce kernel's sum.
   Tensor weight_gradient(const Tensor& dy, int64_t M, int64_t N, int64_t K) const {
     const int64_t T = x_shape[x_shape.size() - 2];
     if (x_shape.size() == 2 || T == 0) return matmul(transpose(dy, 0, 1), reshape(x.get(), {M, K}));
     const Tensor x3 = reshape(x.get(), {M / T, T, K}), dy3 = reshape(dy, {M / T, T, N});
-    return sum(matmul(transpose(dy3, 1, 2), x3), {0});
+    const auto kernel = kernel_table(dy.device().type).linear_weight_grad;
+    if (!kernel || (dy.dtype() != DType::f32 && dy.dtype() != DType::f64))
+      return sum(matmul(transpose(dy3, 1, 2), x3), {0});
+    Tensor dweight = empty({N, K}, dy.dtype(), dy.device());
+    kernel(dweight, contiguous(dy3), contiguous(x3));
+    return dweight;
   }
 };
 

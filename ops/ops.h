@@ -111,6 +111,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // T x S probabilities are never stored: backward recomputes them (ops/attention.cpp).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool is_causal = false, double scale = 0);
+// Multi-head attention of heads cut from one packed projection, as GPT's c_attn makes it:
+// qkv [B, T, 3C] holds q, k and v side by side, each n_head heads of C / n_head; returns
+// [B, T, C] with the heads merged (scale 1 / sqrt(C / n_head)). The same as splitting qkv,
+// viewing the heads and calling scaled_dot_product_attention, in one node: its backward
+// writes the [B, T, 3C] gradient once instead of three zero-filled ones that are then added.
+Tensor packed_qkv_attention(const Tensor& qkv, int64_t n_head, bool is_causal = true);
 enum class Reduction { none, mean, sum };
 // logits [N, C] (or [..., C]), targets [N] (or [...]) integer class ids.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets,

@@ -152,6 +152,11 @@ TEST_CASE("gradcheck: fused attention, causal or not, across the kernel's 64-row
   check("attention default scale",
         [](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); },
         {r({3, 4}, 52), r({5, 4}, 53), r({5, 2}, 54)});
+  check("packed qkv attention, 2 heads",
+        [](const Inputs& x) { return packed_qkv_attention(x[0], 2); }, {r({2, 5, 12}, 55)});
+  check("packed qkv attention, not causal, a transposed qkv",
+        [](const Inputs& x) { return packed_qkv_attention(x[0], 1, false); },
+        {r({1, 6, 4}, 56).transpose(1, 2)});
 }
 
 TEST_CASE("gradcheck: fused neural-network ops") {

@@ -402,6 +402,52 @@ TEST_CASE("scaled_dot_product_attention equals the written-out composition, valu
     }
 }
 
+TEST_CASE("packed_qkv_attention equals split, heads and scaled_dot_product_attention") {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16})
+    for (bool causal : {true, false}) {
+      CAPTURE(dt);
+      CAPTURE(causal);
+      const double tol = dt == kFloat64 ? 1e-12 : dt == kFloat32 ? 2e-5 : 3e-2;
+      const int64_t B = 2, T = 67, H = 3, D = 4, C = H * D;
+      // A transposed view: the op must not assume a contiguous qkv.
+      Tensor qkv = rnd({B, 3 * C, T}, 5).to(dt).transpose(1, 2).detach().requires_grad_(true);
+      Tensor w = rnd({B, T, C}, 6).to(dt);
+      auto run = [&](bool packed) {
+        qkv.set_grad(Tensor());
+        Tensor y;
+        if (packed) {
+          y = packed_qkv_attention(qkv, H, causal);
+        } else {
+          auto parts = split(qkv, C, 2);
+          auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
+          y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]),
+                                           causal)
+                  .transpose(1, 2)
+                  .reshape({B, T, C});
+        }
+        sum(mul(y, w)).backward();
+        return std::vector<Tensor>{y.detach(), qkv.grad()};
+      };
+      auto packed = run(true), composed = run(false);
+      CHECK(packed[0].shape() == Shape{B, T, C});
+      CHECK(packed[1].shape() == Shape{B, T, 3 * C});
+      for (size_t i = 0; i < packed.size(); ++i) {
+        CAPTURE(i);
+        CHECK(packed[i].dtype() == dt);
+        CHECK(allclose(packed[i].to(kFloat64), composed[i].to(kFloat64), tol, tol));
+      }
+    }
+  Tensor x = rnd({2, 3, 12}, 7);
+  CHECK_THROWS_WITH_AS(packed_qkv_attention(rnd({2, 3, 10}, 8), 2),
+                       doctest::Contains("packed_qkv_attention: qkv must be [B, T, 3C]"), Error);
+  CHECK_THROWS_WITH_AS(packed_qkv_attention(x, 3),
+                       doctest::Contains("n_head 3 does not divide the width C = 4"), Error);
+  CHECK_THROWS_WITH_AS(packed_qkv_attention(rnd({12}, 9), 1), doctest::Contains("got shape [12]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(packed_qkv_attention(rnd({2, 0, 12}, 9), 1),
+                       doctest::Contains("needs at least one position"), Error);
+}
+
 TEST_CASE("scaled_dot_product_attention: bad shapes, dtypes and empty keys are named errors") {
   Tensor q = rnd({2, 5, 4}, 1), k = rnd({2, 6, 4}, 2), v = rnd({2, 6, 3}, 3);
   CHECK(scaled_dot_product_attention(q, k, v).shape() == Shape{2, 5, 3});

@@ -1,16 +1,19 @@
-// CPU batched GEMM through Eigen: out[b] = a[b] @ b[b], a [B,M,K], b [B,K,N], out [B,M,N]
+// CPU batched GEMM: out[b] = a[b] @ b[b], a [B,M,K], b [B,K,N], out [B,M,N]
 // contiguous. Each 2-D slice of a/b is mapped in place as row-major (inner stride 1) or
 // column-major (a transposed view, outer stride 1) with any outer stride; a slice that is
-// neither is copied to contiguous first. Batch strides may be 0 (broadcast).
+// neither is copied to contiguous first. Batch strides may be 0 (broadcast). f32 products
+// with a row-major a run on ringgrad's own GEMM (gemm_f32.cpp) where the build has its tuned
+// kernel, the others on Eigen.
 // Threading: the products are split into tasks of whole batches and blocks of output rows,
-// run by rg::parallel_for, each a single-threaded Eigen GEMM (Eigen's own OpenMP GEMM
-// busy-waits on its other threads, which costs whole scheduler slices when another process
-// shares a core). bf16 computes in f32.
+// run by rg::parallel_for, each a single-threaded GEMM (Eigen's own OpenMP GEMM busy-waits on
+// its other threads, which costs whole scheduler slices when another process shares a core);
+// a single f32 product on gemm_f32 is split by blocks of columns instead. bf16 computes in f32.
 // linear: out [M,N] = x [M,K] @ weight^T + bias, the same GEMM tasks with the bias as the
-// epilogue: each block of output rows starts as the broadcast bias (or zero) and the product
-// is accumulated into it (Eigen's `noalias() +=`), instead of Eigen zeroing the block and a
-// separate add pass reading and writing the whole output again.
+// epilogue: gemm_f32's register tiles start from the bias; on Eigen each block of output rows
+// starts as the broadcast bias (or zero) and the product is accumulated into it (`noalias()
+// +=`), instead of Eigen zeroing the block and a separate add pass over the whole output.
 #include <algorithm>
+#include <type_traits>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"  // inside Eigen 3.4's AVX bf16 code
@@ -24,6 +27,7 @@
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/cpu/eigen_threads.h"
+#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/tensor_utils.h"
 #include "kernels/linear_shapes.h"
 
@@ -32,6 +36,8 @@ namespace {
 
 // Multiply-adds below which a product is not split across threads (about 0.1 ms).
 constexpr int64_t kGemmGrain = int64_t(1) << 20;
+// Output columns from which f32 products use gemm_f32 (one AVX-512 panel).
+constexpr int64_t kOwnGemmMinColumns = 64;
 
 template <typename T, int Order>
 using MatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, 0,
@@ -71,11 +77,47 @@ void gemm(T* c, const T* a, const T* b, int64_t m, int64_t k, int64_t n, int64_t
     cm.noalias() = am * bm;
 }
 
+// f32 products go to ringgrad's own GEMM (gemm_f32.h) where this build has its tuned kernel,
+// a is row-major (its rows give the broadcast scalars) and c has at least one whole panel of
+// columns (64 with AVX-512): linear's forward (b = weight^T by stride) and its input gradient
+// (b = weight), 5-15% faster than Eigen at GPT's shapes (docs/performance.md, change 10).
+// Narrower products stay with Eigen, which is faster there.
+bool use_own_gemm(const SliceLayout& la, int64_t n) {
+  return gemm_f32_tuned() && la.row_major && n >= kOwnGemmMinColumns;
+}
+
+// One f32 product split between `split` threads by blocks of whole panels of columns, not
+// rows: each thread then packs only its own columns of b (split by rows, every thread packed
+// all of b: at GPT 2 x 128's 512 rows that was a fifth of each thread's time). Every element
+// is computed as by one call, so the bits do not depend on the split.
+void own_gemm_by_columns(float* c, const float* a, SliceLayout la, const float* b, SliceLayout lb,
+                         int64_t m, int64_t k, int64_t n, const float* bias, int64_t split) {
+  const int64_t b_row = lb.row_major ? lb.outer_stride : 1;
+  const int64_t b_col = lb.row_major ? 1 : lb.outer_stride;
+  const int64_t panel = kOwnGemmMinColumns;
+  const int64_t columns_per_task = ((n + split - 1) / split + panel - 1) / panel * panel;
+  const int64_t blocks = (n + columns_per_task - 1) / columns_per_task;
+  parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t j0 = t * columns_per_task, columns = std::min(columns_per_task, n - j0);
+      gemm_f32(c + j0, n, a, la.outer_stride, b + j0 * b_col, b_row, b_col, m, k, columns, false,
+               bias ? bias + j0 : nullptr);
+    }
+  });
+}
+
 // c [m,n] = a @ b; with a bias (linear), c = bias rows + a @ b.
 template <typename T>
 void gemm_any(T* c, const T* a, SliceLayout la, const T* b, SliceLayout lb, int64_t m, int64_t k,
               int64_t n, const T* bias) {
   if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_own_gemm(la, n)) {  // the bias as the tiles' start
+      const int64_t b_row = lb.row_major ? lb.outer_stride : 1;
+      const int64_t b_col = lb.row_major ? 1 : lb.outer_stride;
+      return gemm_f32(c, n, a, la.outer_stride, b, b_row, b_col, m, k, n, false, bias);
+    }
+  }
   if (bias)
     for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * n);
   if (k == 0) {
@@ -124,6 +166,10 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
   const int64_t work = m * n * k;
   const int64_t split = std::max<int64_t>(
       1, std::min<int64_t>({get_num_threads(), work / kGemmGrain, (m + 31) / 32}));
+  if constexpr (std::is_same_v<T, float>) {
+    if (batch == 1 && split > 1 && use_own_gemm(la, n) && n >= split * kOwnGemmMinColumns)
+      return own_gemm_by_columns(c, pa, la, pb, lb, m, k, n, pbias, split);
+  }
   // Blocks are whole multiples of 32 rows, so Eigen's register tiles stay full.
   const int64_t rows_per_task = std::min<int64_t>(m, ((m + split - 1) / split + 31) / 32 * 32);
   const int64_t blocks = (m + rows_per_task - 1) / rows_per_task;

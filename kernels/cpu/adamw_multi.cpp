@@ -17,19 +17,36 @@ namespace {
 
 constexpr int64_t kChunk = 16384;
 
-// Elements [0, n) of one chunk; Scaled: the gradient is multiplied by s.grad_scale first.
-template <typename T, bool Scaled>
-void update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWScalars<T>& s) {
+// Elements [0, n) of one chunk; Scaled: the gradient is multiplied by s.grad_scale first;
+// LerpLow: PyTorch's lerp branch for weight < 0.5. The scalars are copied to locals and the
+// four arrays never alias, so the loop vectorises (with the scalars read through `s` and the
+// branch inside, it stayed scalar: 3 ns per parameter at GPT 2 x 128). Vector sqrt and
+// division round as the scalar ones: the same bits.
+template <typename T, bool Scaled, bool LerpLow>
+void update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
+            const AdamWScalars<T>& s) {
+  const T decay = s.decay, w1 = s.w1, b2 = s.b2, w2 = s.w2, step_size = s.step_size;
+  const T bc2_sqrt = s.bc2_sqrt, eps = s.eps, grad_scale = s.grad_scale;
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    T pi = p[i] * s.decay;
-    T gi = Scaled ? T(g[i] * s.grad_scale) : g[i];
-    T mi = s.lerp_low ? m[i] + s.w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - s.w1);
-    T vi = v[i] * s.b2 + s.w2 * gi * gi;
-    T denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
-    p[i] = pi + s.step_size * mi / denom;
+    T pi = p[i] * decay;
+    T gi = Scaled ? T(g[i] * grad_scale) : g[i];
+    T mi = LerpLow ? m[i] + w1 * (gi - m[i]) : gi - (gi - m[i]) * (T(1) - w1);
+    T vi = v[i] * b2 + w2 * gi * gi;
+    T denom = std::sqrt(vi) / bc2_sqrt + eps;
+    p[i] = pi + step_size * mi / denom;
     m[i] = mi;
     v[i] = vi;
   }
+}
+
+template <typename T>
+void update_chunk(T* p, const T* g, T* m, T* v, int64_t n, const AdamWScalars<T>& s, bool scaled) {
+  if (scaled)
+    s.lerp_low ? update<T, true, true>(p, g, m, v, n, s) : update<T, true, false>(p, g, m, v, n, s);
+  else
+    s.lerp_low ? update<T, false, true>(p, g, m, v, n, s)
+               : update<T, false, false>(p, g, m, v, n, s);
 }
 
 template <typename T>
@@ -47,10 +64,7 @@ void adamw_multi_typed(const std::vector<AdamWTensors>& sets, const AdamWScalars
       const T* g = t.grad.data<T>() + c.begin;
       T* m = t.exp_avg.data<T>() + c.begin;
       T* v = t.exp_avg_sq.data<T>() + c.begin;
-      if (scaled)
-        update<T, true>(p, g, m, v, c.end - c.begin, s);
-      else
-        update<T, false>(p, g, m, v, c.end - c.begin, s);
+      update_chunk(p, g, m, v, c.end - c.begin, s, scaled);
     }
   });
 }

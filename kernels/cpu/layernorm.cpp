@@ -85,12 +85,7 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
         Cp m = Cp(pm[r]), s = Cp(pr[r]);
         double g_sum = 0, gx_sum = 0;
         if constexpr (std::is_same_v<T, float>) {
-#pragma omp simd reduction(+ : g_sum, gx_sum)
-          for (int64_t i = 0; i < c; ++i) {
-            float g = pw ? gr[i] * pw[i] : gr[i];
-            g_sum += double(g);
-            gx_sum += double(g * ((xr[i] - m) * s));
-          }
+          row::layernorm_grad_sums(gr, pw, xr, m, s, c, &g_sum, &gx_sum);
         } else {
           for (int64_t i = 0; i < c; ++i) {
             Cp g = pw ? Cp(gr[i]) * Cp(pw[i]) : Cp(gr[i]);

@@ -61,4 +61,29 @@ inline double dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// layernorm backward's two row sums, in double: of g = dy * w (w null: g = dy) and of
+// g * xhat, xhat = (x - mean) * rstd. The branch on w is outside the loops: inside one loop
+// with both reductions, GCC left the loop scalar (a chain of dependent double adds, 1.2 ns
+// per element at GPT 4 x 256).
+inline void layernorm_grad_sums(const float* dy, const float* w, const float* x, float mean,
+                                float rstd, int64_t n, double* g_sum, double* gx_sum) {
+  double a = 0, b = 0;
+  if (w) {
+#pragma omp simd reduction(+ : a, b)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dy[i] * w[i];
+      a += double(g);
+      b += double(g * ((x[i] - mean) * rstd));
+    }
+  } else {
+#pragma omp simd reduction(+ : a, b)
+    for (int64_t i = 0; i < n; ++i) {
+      a += double(dy[i]);
+      b += double(dy[i] * ((x[i] - mean) * rstd));
+    }
+  }
+  *g_sum = a;
+  *gx_sum = b;
+}
+
 }  // namespace rg::cpu::row

@@ -77,6 +77,10 @@ void gemm(T* c, const T* a, const T* b, int64_t m, int64_t k, int64_t n, int64_t
     cm.noalias() = am * bm;
 }
 
+// A slice's element strides: (row, column) = (outer, 1) row-major, (1, outer) column-major.
+int64_t row_stride(const SliceLayout& l) { return l.row_major ? l.outer_stride : 1; }
+int64_t column_stride(const SliceLayout& l) { return l.row_major ? 1 : l.outer_stride; }
+
 // f32 products go to ringgrad's own GEMM (gemm_f32.h) where this build has its tuned kernel,
 // a is row-major (its rows give the broadcast scalars) and c has at least one whole panel of
 // columns (64 with AVX-512): linear's forward (b = weight^T by stride) and its input gradient
@@ -92,8 +96,7 @@ bool use_own_gemm(const SliceLayout& la, int64_t n) {
 // is computed as by one call, so the bits do not depend on the split.
 void own_gemm_by_columns(float* c, const float* a, SliceLayout la, const float* b, SliceLayout lb,
                          int64_t m, int64_t k, int64_t n, const float* bias, int64_t split) {
-  const int64_t b_row = lb.row_major ? lb.outer_stride : 1;
-  const int64_t b_col = lb.row_major ? 1 : lb.outer_stride;
+  const int64_t b_row = row_stride(lb), b_col = column_stride(lb);
   const int64_t panel = kOwnGemmMinColumns;
   const int64_t columns_per_task = ((n + split - 1) / split + panel - 1) / panel * panel;
   const int64_t blocks = (n + columns_per_task - 1) / columns_per_task;
@@ -113,9 +116,8 @@ void gemm_any(T* c, const T* a, SliceLayout la, const T* b, SliceLayout lb, int6
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
     if (use_own_gemm(la, n)) {  // the bias as the tiles' start
-      const int64_t b_row = lb.row_major ? lb.outer_stride : 1;
-      const int64_t b_col = lb.row_major ? 1 : lb.outer_stride;
-      return gemm_f32(c, n, a, la.outer_stride, b, b_row, b_col, m, k, n, false, bias);
+      return gemm_f32(c, n, a, la.outer_stride, b, row_stride(lb), column_stride(lb), m, k, n,
+                      false, bias);
     }
   }
   if (bias)

@@ -73,29 +73,34 @@ namespace {
 class RingStream : public ByteStream {
  public:
   RingStream(RingBuffer* out, RingBuffer* in, Doorbell* bell, std::shared_ptr<void> keepalive)
-      : out_(out), in_(in), bell_(bell), keepalive_(std::move(keepalive)) {}
+      : out_(out),
+        in_(in),
+        bell_(bell),
+        keepalive_(std::move(keepalive)),
+        written_(out->write_pos.load(std::memory_order_relaxed)),
+        consumed_(in->read_pos.load(std::memory_order_relaxed)) {}
   ~RingStream() override { close(); }
 
   size_t write_some(const void* data, size_t n) override {
     if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
-    const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
+    const uint64_t w = written_;
     const size_t k = std::min<uint64_t>(n, room(w, n));
     if (k == 0) return 0;
     copy_in(w, data, k);
-    out_->write_pos.store(w + k, std::memory_order_release);
+    publish_written(w + k);
     if (bell_) bell_->ring();
     return k;
   }
 
   bool write_whole(const void* a, size_t na, const void* b, size_t nb, bool ring_later) override {
     if (out_->reader_closed.load(std::memory_order_acquire)) throw PeerClosed{};
-    const uint64_t w = out_->write_pos.load(std::memory_order_relaxed);
+    const uint64_t w = written_;
     const size_t n = na + nb;
     if (room(w, n) < n) return false;
     copy_in(w, a, na);
     copy_in(w + na, b, nb);
     if (n <= sizeof(out_->preview)) write_preview(w, a, na, b, nb);
-    out_->write_pos.store(w + n, std::memory_order_release);
+    publish_written(w + n);
     if (!ring_later) ring_bell();
     return true;
   }
@@ -134,19 +139,15 @@ class RingStream : public ByteStream {
     if (bell_) bell_->ring();
   }
 
-  size_t readable() override {
-    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
-    return in_->write_pos.load(std::memory_order_acquire) - r;
-  }
+  size_t readable() override { return in_->write_pos.load(std::memory_order_acquire) - consumed_; }
 
   void skip(size_t n) override {
-    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
-    in_->read_pos.store(r + n, std::memory_order_release);  // the writer may reuse them now
+    publish_consumed(consumed_ + n);
     if (bell_) bell_->ring();
   }
 
   void peek(void* data, size_t n) override {
-    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed), cap = in_->capacity;
+    const uint64_t r = consumed_, cap = in_->capacity;
     if (read_preview(r, data, n)) return;
     const size_t at = r % cap, first = std::min<size_t>(n, cap - at);
     std::memcpy(data, in_->bytes() + at, first);
@@ -169,7 +170,7 @@ class RingStream : public ByteStream {
   // then frees them for the writer; a template, so read_some calls no std::function.
   template <typename Take>
   size_t read_into(size_t n, Take&& take) {
-    const uint64_t r = in_->read_pos.load(std::memory_order_relaxed);
+    const uint64_t r = consumed_;
     const uint64_t w = readable_end(r, n);
     const uint64_t cap = in_->capacity;
     const size_t k = std::min<uint64_t>(n, w - r);
@@ -177,7 +178,7 @@ class RingStream : public ByteStream {
     const size_t at = r % cap, first = std::min<size_t>(k, cap - at);
     take(in_->bytes() + at, first);
     if (k > first) take(in_->bytes(), k - first);
-    in_->read_pos.store(r + k, std::memory_order_release);  // the writer may reuse them now
+    publish_consumed(r + k);
     if (bell_) bell_->ring();
     return k;
   }
@@ -209,6 +210,18 @@ class RingStream : public ByteStream {
   }
 
  private:
+  // Each side keeps its own position in a private copy and only stores to the shared one:
+  // loading the shared write position before each write missed in the cache (the reader's
+  // spin had pulled its line over) and cost a trip between cores per small message.
+  void publish_written(uint64_t w) {
+    written_ = w;
+    out_->write_pos.store(w, std::memory_order_release);
+  }
+  void publish_consumed(uint64_t r) {
+    consumed_ = r;
+    in_->read_pos.store(r, std::memory_order_release);  // the writer may reuse the bytes now
+  }
+
   // The write position up to which bytes from read position r can be read (r: none yet).
   // Throws PeerClosed when the writer closed after its last byte and n bytes are wanted.
   uint64_t readable_end(uint64_t r, size_t n) {
@@ -223,6 +236,8 @@ class RingStream : public ByteStream {
   RingBuffer* in_;
   Doorbell* bell_;
   std::shared_ptr<void> keepalive_;
+  uint64_t written_;              // out_->write_pos, as this side (its only writer) set it
+  uint64_t consumed_;             // in_->read_pos, as this side (its only writer) set it
   uint64_t read_pos_seen_ = 0;  // out_->read_pos when last loaded (it only grows)
   bool closed_ = false;
 };

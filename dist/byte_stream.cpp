@@ -135,6 +135,8 @@ class RingStream : public ByteStream {
     return true;
   }
 
+  void prepare_write() override { __builtin_prefetch(&out_->write_pos, 1, 3); }
+
   void ring_bell() override {
     if (bell_) bell_->ring();
   }

@@ -36,6 +36,10 @@ class ByteStream {
     return false;
   }
   virtual void ring_bell() {}
+  // A hint that a write follows soon (rings: fetch the line of the write position for writing
+  // now, so that the trip to the peer's core that its spin forces overlaps the caller's work
+  // before the write instead of stalling the next locked instruction after it).
+  virtual void prepare_write() {}
   // Bytes that can be read now without waiting (0 for sockets: they do not say); a copy of
   // the first n <= readable() of them that leaves them in the stream; moving past n of them
   // unread (after a peek).

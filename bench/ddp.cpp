@@ -1,17 +1,22 @@
 // bench/ddp: DistributedDataParallel on 2 CPU ranks, as threads (--backend threads) and as 2
 // forked processes joined by the tcp backend over shared memory (--backend tcp), each rank
 // pinned to its own core. Per backend:
-//  1. step time with DDP vs the same per-rank work with no communication (goal <= 1.10x);
+//  1. step time with DDP vs the same per-rank work with no communication (goal <= 1.10x),
+//     measured in R alternating rounds (no communication, then DDP; the host's speed drifts
+//     between runs, so one pair alone swung from 0.8 to 1.4), each round's ratio printed and
+//     their median;
 //  2. the all-reduce time per step and the share of it hidden behind backward (goal >= 70%
 //     with >= 8 buckets): a bucket's communication runs from its launch (or the previous
 //     bucket's end) to its completion, and the part before backward ended is hidden;
 //  3. a bucket_cap_mb sweep (1, 5, 25, 100) printing step time and bucket count;
 //  4. the gradient memory that gradient_as_bucket_view saves.
-// Usage: ddp [layers width steps] [--backend tcp|threads|both] [--bucket-cap-mb X]
+// Usage: ddp [layers width steps] [--backend tcp|threads|both] [--bucket-cap-mb X] [--rounds R]
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bench/cli.h"
 #include "bench/ddp_ranks.h"
@@ -25,6 +30,7 @@ namespace {
 struct Config {
   DdpSetup setup;
   std::string backend = "both";
+  int rounds = 3;
 };
 
 Config parse(int argc, char** argv) {
@@ -46,6 +52,9 @@ Config parse(int argc, char** argv) {
   app.add_option("--bucket-cap-mb", c.setup.bucket_cap_mb,
                  "bucket cap of the main DDP measurement, MiB")
       ->check(CLI::Range(1e-3, 1e6));
+  app.add_option("--rounds", c.rounds,
+                 "alternating rounds of the main measurement (no communication, then DDP)")
+      ->check(CLI::Range(1, 1000));
   parse_flags(app, argc, argv);
   if (c.setup.width % 4 != 0) {
     std::fprintf(stderr, "ddp: width %d must be a multiple of the 4 heads\n", c.setup.width);
@@ -54,21 +63,40 @@ Config parse(int argc, char** argv) {
   return c;
 }
 
-void print_main(Ranks ranks, const DdpSetup& setup) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+// R rounds of (no communication, DDP), one line each, then the medians.
+void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
   DdpSetup alone_setup = setup;
   alone_setup.use_ddp = false;
-  DdpResult alone = measure_ddp(ranks, alone_setup);
-  DdpResult ddp = measure_ddp(ranks, setup);
-  std::printf("%-34s %10s %10s\n", "", "ms/step", "ratio");
-  std::printf("%-34s %10.1f %10s\n", "no communication (baseline)", alone.ms_per_step, "1.00");
+  std::printf("%-9s %16s %12s %8s %10s %8s %8s\n", "round", "no comm ms/step", "DDP ms/step",
+              "ratio", "comm ms", "hidden", "buckets");
+  std::vector<double> alone_ms, ddp_ms, ratio, comm, hidden;
+  size_t buckets = 0;
+  for (int r = 1; r <= rounds; ++r) {
+    const DdpResult alone = measure_ddp(ranks, alone_setup);
+    const DdpResult ddp = measure_ddp(ranks, setup);
+    alone_ms.push_back(alone.ms_per_step), ddp_ms.push_back(ddp.ms_per_step);
+    ratio.push_back(ddp.ms_per_step / alone.ms_per_step);
+    comm.push_back(ddp.comm_ms), hidden.push_back(ddp.hidden_fraction);
+    buckets = ddp.buckets;
+    std::printf("%-9d %16.1f %12.1f %8.2f %10.2f %7.0f%% %8zu\n", r, alone.ms_per_step,
+                ddp.ms_per_step, ratio.back(), ddp.comm_ms, 100 * ddp.hidden_fraction, buckets);
+  }
+  std::printf("%-34s %10s %10s\n", "medians", "ms/step", "ratio");
+  std::printf("%-34s %10.1f %10s\n", "no communication (baseline)", median(alone_ms), "1.00");
   char label[64];
   std::snprintf(label, sizeof label, "DDP, bucket_cap_mb %g", setup.bucket_cap_mb);
-  std::printf("%-34s %10.1f %10.2f   (goal <= 1.10)\n", label, ddp.ms_per_step,
-              ddp.ms_per_step / alone.ms_per_step);
+  std::printf("%-34s %10.1f %10.2f   (goal <= 1.10; median of the rounds' ratios)\n", label,
+              median(ddp_ms), median(ratio));
   std::printf(
       "all-reduce per step: %.2f ms over %zu buckets, %.0f%% hidden behind backward "
       "(goal >= 70%% with >= 8 buckets)\n",
-      ddp.comm_ms, ddp.buckets, 100 * ddp.hidden_fraction);
+      median(comm), buckets, 100 * median(hidden));
 }
 
 void print_sweep(Ranks ranks, const DdpSetup& setup) {
@@ -90,12 +118,12 @@ void print_sweep(Ranks ranks, const DdpSetup& setup) {
       setup.bucket_cap_mb, view.ms_per_step, ddp_model_parameters(setup) * 4.0 / (1 << 20));
 }
 
-void run_backend(Ranks ranks, const DdpSetup& setup) {
+void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
   std::printf("\n== backend %s; %s\n",
               ranks == Ranks::threads ? "threads (2 rank threads in this process)"
                                       : "tcp (2 forked processes, shared memory between them)",
               pinning_note().c_str());
-  print_main(ranks, setup);
+  print_main(ranks, setup, rounds);
   print_sweep(ranks, setup);
   std::fflush(stdout);
 }
@@ -108,12 +136,13 @@ int main(int argc, char** argv) {
   const long long params = ddp_model_parameters(c.setup);
   std::printf(
       "bench/ddp: GPT %d layers x %d wide (%lld parameters, %.1f MiB of f32 gradients), "
-      "world 2, 1 intra-op thread per rank, batch %dx%d per rank, %d steps\n",
+      "world 2, 1 intra-op thread per rank, batch %dx%d per rank, %d steps, %d rounds\n",
       c.setup.layers, c.setup.width, params, params * 4.0 / (1 << 20), kBatch, kContext,
-      c.setup.steps);
+      c.setup.steps, c.rounds);
   try {
-    if (c.backend == "tcp" || c.backend == "both") run_backend(Ranks::processes, c.setup);
-    if (c.backend == "threads" || c.backend == "both") run_backend(Ranks::threads, c.setup);
+    if (c.backend == "tcp" || c.backend == "both") run_backend(Ranks::processes, c.setup, c.rounds);
+    if (c.backend == "threads" || c.backend == "both")
+      run_backend(Ranks::threads, c.setup, c.rounds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddp: %s\n", e.what());
     return 1;

@@ -238,8 +238,8 @@ class RingStream : public ByteStream {
   RingBuffer* in_;
   Doorbell* bell_;
   std::shared_ptr<void> keepalive_;
-  uint64_t written_;              // out_->write_pos, as this side (its only writer) set it
-  uint64_t consumed_;             // in_->read_pos, as this side (its only writer) set it
+  uint64_t written_;            // out_->write_pos, as this side (its only writer) set it
+  uint64_t consumed_;           // in_->read_pos, as this side (its only writer) set it
   uint64_t read_pos_seen_ = 0;  // out_->read_pos when last loaded (it only grows)
   bool closed_ = false;
 };

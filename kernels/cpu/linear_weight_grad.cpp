@@ -63,12 +63,17 @@ struct Rows {
 #if defined(__AVX512F__)
 // Adds the R x J tile of one sequence's product (T rows of `in`) into acc (rows acc_stride apart).
 template <int R, int J>
-void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride) {
+void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride, const double* next) {
   __m512 c[R][J];
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < J; ++j) c[i][j] = _mm512_setzero_ps();
   const float *dy = in.dy, *x = in.x;
+  constexpr int kLinesPerRow = J * kLanes / 8;  // 64-byte lines of 8 doubles
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride) {
+    if (next && t < R * kLinesPerRow)
+      _mm_prefetch(reinterpret_cast<const char*>(next + t / kLinesPerRow * acc_stride +
+                                                 t % kLinesPerRow * 8),
+                   _MM_HINT_T0);
     __m512 xv[J];
     for (int j = 0; j < J; ++j) xv[j] = _mm512_loadu_ps(x + j * kLanes);
     for (int i = 0; i < R; ++i) {
@@ -89,7 +94,7 @@ void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride) {
 }
 #else
 template <int R, int J>
-void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride) {
+void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride, const double*) {
   float c[R][J * kLanes] = {};
   const float *dy = in.dy, *x = in.x;
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride)
@@ -105,7 +110,8 @@ void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride) {
 template <int R, int J>
 void tile(const Operands& o, int64_t b, int64_t n0, int64_t k0, double* acc) {
   const Rows in{o.dy + b * o.T * o.N + n0, o.N, o.x + b * o.T * o.K + k0, o.K};
-  tile_product<R, J>(in, o.T, acc + n0 * o.K + k0, o.K);
+  double* mine = acc + n0 * o.K + k0;
+  tile_product<R, J>(in, o.T, mine, o.K, n0 + 2 * R <= o.N ? mine + R * o.K : nullptr);
 }
 
 // Sequence b's product at element (n, k) alone: the columns no tile covers.

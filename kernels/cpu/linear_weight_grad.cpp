@@ -1,24 +1,24 @@
 // CPU weight gradient of linear over sequences: dweight [N,K] = sum over b of dy[b]^T @ x[b],
 // dy [B,T,N] and x [B,T,K] contiguous (f32 and f64).
 //
-// Numerics (those of the composition it replaces, matmul per sequence then sum over b in
-// double): each sequence's product P_b = dy[b]^T x[b] is summed over its T rows in the
-// compute type, and the P_b are summed in double, in b order, then rounded once. A batch
-// split into micro-batches thus makes the same per-sequence products as the whole batch, which
-// keeps f32 gradient accumulation within 1e-5 of one batch (a single GEMM over all B*T rows
-// rounds differently: 2e-5, docs/performance.md).
+// Numerics: each sequence's product P_b = dy[b]^T x[b] is summed over its T rows in the
+// compute type (one FMA chain per element, t in order), and the P_b are added into dweight in
+// b order, in the compute type. A batch split into micro-batches thus makes the same
+// per-sequence products as the whole batch. (Measured on the f32 accumulation test, k
+// micro-batches against one batch after 3 AdamW steps, worst parameter error against its
+// 1e-5 tolerance: this 1.6e-6; the P_b summed in double and rounded once 9.7e-6; one GEMM
+// chain over all B*T rows 2.1e-5, docs/performance.md.)
 //
 // f32 algorithm: dy^T's rows are dy's columns, so neither operand needs packing. A register
 // tile of R rows of dweight (n0..n0+R) by 16 J columns (k0..) accumulates, for each t of one
 // sequence, the outer product of dy[b,t,n0..n0+R) (broadcast scalars) and x[b,t,k0..)
-// (vectors): R x J FMAs per R + J loads. After the sequence's T rows the tile is added into a
-// double accumulator of dweight's shape; after the last sequence it is rounded to dweight.
-// Sequences go outermost, so one sequence's 64-column panel of x stays in L1 while the row
-// blocks read it. Tasks own row blocks and every element sees the sequences in b order: the
-// result does not depend on the thread count. AVX-512 builds use 16-lane intrinsics; other
-// builds the same loop on 16-float arrays (the compiler vectorises what the target has).
-// Columns narrower than a vector take a scalar loop. f64: Eigen's product per sequence,
-// accumulated into the double result.
+// (vectors): R x J FMAs per R + J loads. After the sequence's T rows the tile is added into
+// dweight, whose next tile is prefetched meanwhile. Sequences go outermost, so one sequence's
+// 64-column panel of x stays in L1 while the row blocks read it. Tasks own row blocks and
+// every element sees the sequences in b order: the result does not depend on the thread
+// count. AVX-512 builds use 16-lane intrinsics; other builds the same loop on 16-float arrays
+// (the compiler vectorises what the target has). Columns narrower than a vector take a scalar
+// loop. f64: Eigen's product per sequence, accumulated into the result.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
@@ -32,7 +32,6 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
-#include <vector>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
@@ -61,18 +60,19 @@ struct Rows {
 };
 
 #if defined(__AVX512F__)
-// Adds the R x J tile of one sequence's product (T rows of `in`) into acc (rows acc_stride apart).
+// Adds the R x J tile of one sequence's product (T rows of `in`) into acc (rows acc_stride
+// apart); prefetches the tile at `next` (same layout; may be null), which comes after it.
 template <int R, int J>
-void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride, const double* next) {
+void tile_product(const Rows& in, int64_t T, float* acc, int64_t acc_stride, const float* next) {
   __m512 c[R][J];
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < J; ++j) c[i][j] = _mm512_setzero_ps();
   const float *dy = in.dy, *x = in.x;
-  constexpr int kLinesPerRow = J * kLanes / 8;  // 64-byte lines of 8 doubles
+  constexpr int kLinesPerRow = J * kLanes * sizeof(float) / 64;  // 64-byte lines
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride) {
     if (next && t < R * kLinesPerRow)
       _mm_prefetch(reinterpret_cast<const char*>(next + t / kLinesPerRow * acc_stride +
-                                                 t % kLinesPerRow * 8),
+                                                 t % kLinesPerRow * (64 / sizeof(float))),
                    _MM_HINT_T0);
     __m512 xv[J];
     for (int j = 0; j < J; ++j) xv[j] = _mm512_loadu_ps(x + j * kLanes);
@@ -83,50 +83,45 @@ void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride, co
   }
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < J; ++j) {
-      double* d = acc + i * acc_stride + j * kLanes;
-      const __m512 v = c[i][j];
-      const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-      const __m512d hi =
-          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-      _mm512_storeu_pd(d, _mm512_add_pd(_mm512_loadu_pd(d), lo));
-      _mm512_storeu_pd(d + 8, _mm512_add_pd(_mm512_loadu_pd(d + 8), hi));
+      float* d = acc + i * acc_stride + j * kLanes;
+      _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), c[i][j]));
     }
 }
 #else
 template <int R, int J>
-void tile_product(const Rows& in, int64_t T, double* acc, int64_t acc_stride, const double*) {
+void tile_product(const Rows& in, int64_t T, float* acc, int64_t acc_stride, const float*) {
   float c[R][J * kLanes] = {};
   const float *dy = in.dy, *x = in.x;
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride)
     for (int i = 0; i < R; ++i)
       for (int l = 0; l < J * kLanes; ++l) c[i][l] += dy[i] * x[l];
   for (int i = 0; i < R; ++i)
-    for (int l = 0; l < J * kLanes; ++l) acc[i * acc_stride + l] += double(c[i][l]);
+    for (int l = 0; l < J * kLanes; ++l) acc[i * acc_stride + l] += c[i][l];
 }
 #endif
 
 // Sequence b's product over the rows [n0, n0 + R) and columns [k0, k0 + J*16), added into
-// acc (dweight's shape, in double).
+// acc (dweight).
 template <int R, int J>
-void tile(const Operands& o, int64_t b, int64_t n0, int64_t k0, double* acc) {
+void tile(const Operands& o, int64_t b, int64_t n0, int64_t k0, float* acc) {
   const Rows in{o.dy + b * o.T * o.N + n0, o.N, o.x + b * o.T * o.K + k0, o.K};
-  double* mine = acc + n0 * o.K + k0;
+  float* mine = acc + n0 * o.K + k0;
   tile_product<R, J>(in, o.T, mine, o.K, n0 + 2 * R <= o.N ? mine + R * o.K : nullptr);
 }
 
 // Sequence b's product at element (n, k) alone: the columns no tile covers.
-void element(const Operands& o, int64_t b, int64_t n, int64_t k, double* acc) {
+void element(const Operands& o, int64_t b, int64_t n, int64_t k, float* acc) {
   float s = 0;
   for (int64_t t = 0; t < o.T; ++t)
     s += o.dy[(b * o.T + t) * o.N + n] * o.x[(b * o.T + t) * o.K + k];
-  acc[n * o.K + k] += double(s);
+  acc[n * o.K + k] += s;
 }
 
 // Rows [n0, n0 + R) by the columns [k0, k0 + width), width <= 64: whole vectors by a tile,
 // the remaining columns one by one.
 template <int R>
 void rows_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_t width,
-                   double* acc) {
+                   float* acc) {
   switch (width / kLanes) {
     case 4:
       tile<R, 4>(o, b, n0, k0, acc);
@@ -148,7 +143,7 @@ void rows_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_t
 }
 
 void block_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_t width,
-                    double* acc) {
+                    float* acc) {
   switch (std::min<int64_t>(kRows, o.N - n0)) {
     case 6:
       return rows_by_panel<6>(o, b, n0, k0, width, acc);
@@ -167,24 +162,19 @@ void block_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_
 
 // Tasks own blocks of kRows rows of dweight. Sequences go outermost: x[b]'s 64-column panel
 // (T rows, 16-32 KiB) stays in L1 while every row block of the task reads it, and dy[b] in
-// L2; each sequence's tiles are added into a double accumulator of dweight's shape, in b
-// order. (Row blocks outermost, all B*T rows per tile, read x from L2 or beyond once per
-// block: 70-80 GFLOP/s at GPT 4 x 256's shapes instead of 150.) The accumulator is the calling
-// thread's, kept between calls, so steady-state steps allocate nothing.
+// L2; each sequence's tiles are added into dweight (zeroed by the task first), in b order.
+// (Row blocks outermost, all B*T rows per tile, read x from L2 or beyond once per block:
+// 70-80 GFLOP/s at GPT 4 x 256's shapes instead of 150.)
 void weight_grad_f32(const Operands& o, float* out) {
-  thread_local std::vector<double> accumulator;
-  accumulator.assign(o.N * o.K, 0.0);
-  double* acc = accumulator.data();
   const int64_t blocks = (o.N + kRows - 1) / kRows, panel = kVecs * kLanes;
   const int64_t block_work = std::max<int64_t>(1, kRows * o.K * o.B * o.T);
   parallel_for(blocks, std::max<int64_t>(1, (int64_t(1) << 20) / block_work),
                [&](int64_t first, int64_t last) {
+                 std::fill(out + first * kRows * o.K, out + std::min(o.N, last * kRows) * o.K, 0.f);
                  for (int64_t b = 0; b < o.B; ++b)
                    for (int64_t k0 = 0; k0 < o.K; k0 += panel)
                      for (int64_t blk = first; blk < last; ++blk)
-                       block_by_panel(o, b, blk * kRows, k0, std::min(panel, o.K - k0), acc);
-                 const int64_t n_end = std::min(o.N, last * kRows);
-                 for (int64_t e = first * kRows * o.K; e < n_end * o.K; ++e) out[e] = float(acc[e]);
+                       block_by_panel(o, b, blk * kRows, k0, std::min(panel, o.K - k0), out);
                });
 }
 

@@ -109,10 +109,18 @@ void forward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Map
     for (int64_t r = 0; r < br; ++r) {
       const int64_t n = visible_keys(g, i0 + r, j0, bc);
       C* row = s.row(r).data();
-      std::fill(row + n, row + bc, C(0));
-      if (n == 0) continue;  // a later tile wholly above this row's diagonal
+      if (n == 0) {  // a later tile wholly above this row's diagonal
+        std::fill(row, row + bc, C(0));
+        continue;
+      }
+      // The exps run over the whole tile row (no scalar remainder after the last whole vector:
+      // a third of a causal tile's exps), the hidden keys set to the shift first, so each adds
+      // exactly 1 to the sum, then 0 to the row. (-inf instead, whose exp is 0, made every
+      // hidden key an underflow, which is slow on x86.)
       const C mx = row_max(row, n, m[r]);
-      const C sum = exp_shifted(row, n, mx);
+      std::fill(row + n, row + bc, mx);
+      const C sum = exp_shifted(row, bc, mx) - C(bc - n);
+      std::fill(row + n, row + bc, C(0));
       const C correction = m[r] == -std::numeric_limits<C>::infinity() ? C(0) : std::exp(m[r] - mx);
       l[r] = l[r] * correction + sum;
       acc.row(r) *= correction;
@@ -140,7 +148,8 @@ void backward_tile(const Geometry& g, const Map<C>& Q, const Map<C>& K, const Ma
     for (int64_t r = 0; r < br; ++r) {
       const int64_t n = visible_keys(g, i0 + r, j0, bc);
       C *p_row = p.row(r).data(), *ds_row = dp.row(r).data();
-      exp_shifted(p_row, n, lse[i0 + r]);
+      std::fill(p_row + n, p_row + bc, lse[i0 + r]);  // whole rows, as in forward_tile
+      exp_shifted(p_row, bc, lse[i0 + r]);
       std::fill(p_row + n, p_row + bc, C(0));
       const C d = delta[i0 + r];
       for (int64_t c = 0; c < bc; ++c) ds_row[c] = p_row[c] * (ds_row[c] - d);  // dp -> ds

@@ -23,6 +23,8 @@
 // Eigen's AVX2 speed at GPT's shapes and was dropped, docs/performance.md, change 10).
 #include "kernels/cpu/gemm_f32.h"
 
+#include "kernels/cpu/transpose_f32.h"
+
 #if defined(__AVX512F__)
 #pragma GCC diagnostic push
 // GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;`): reported at the header's lines, so
@@ -141,38 +143,6 @@ void narrow_tile(int rows, int64_t width, const float* a, int64_t lda, const flo
   for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, scratch[i], width * sizeof(float));
 }
 
-#if defined(__AVX512F__)
-// The 16 x 16 block of a transposed view whose source rows (b's columns j .. j+16, each 16
-// floats of p from `source`, rows `source_stride` apart) become the panel's rows p .. p+16 at
-// columns j .. j+16 (`target`, rows kPanel apart): in registers, by 32-bit, 64-bit and two
-// 128-bit-lane interleaves.
-void transpose_16x16(const float* source, int64_t source_stride, float* target) {
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(source + i * source_stride);
-  for (int i = 0; i < 16; i += 2) {  // pairs of rows: (a0 b0 a1 b1 | a4 b4 a5 b5 | ...)
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {  // quads of rows: r[i + c] holds columns c, c+4, c+8, c+12
-    const auto pd = [](__m512 v) { return _mm512_castps_pd(v); };
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
-  }
-  for (int c = 0; c < 4; ++c) {  // the four quads' 128-bit lanes of columns c, c+4, c+8, c+12
-    const __m512 even_low = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
-    const __m512 odd_low = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
-    const __m512 even_high = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-    const __m512 odd_high = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-    _mm512_storeu_ps(target + c * kPanel, _mm512_shuffle_f32x4(even_low, even_high, 0x88));
-    _mm512_storeu_ps(target + (c + 8) * kPanel, _mm512_shuffle_f32x4(even_low, even_high, 0xdd));
-    _mm512_storeu_ps(target + (c + 4) * kPanel, _mm512_shuffle_f32x4(odd_low, odd_high, 0x88));
-    _mm512_storeu_ps(target + (c + 12) * kPanel, _mm512_shuffle_f32x4(odd_low, odd_high, 0xdd));
-  }
-}
-#endif
-
 // One panel from a transposed view (b_row != 1 or b_col != 1): read along b's columns, write
 // across the panel's rows, kTransposeRows rows at a time so that the rows written stay in L1;
 // with AVX-512 and b_row == 1, whole 16 x 16 blocks in registers.
@@ -184,7 +154,7 @@ void pack_transposed_panel(const float* b, int64_t b_row, int64_t b_col, int64_t
 #if defined(__AVX512F__)
     if (b_row == 1 && rows == 16)
       for (; j + 16 <= width; j += 16)
-        transpose_16x16(b + j * b_col + q, b_col, panel + q * kPanel + j);
+        transpose_16x16(b + j * b_col + q, b_col, panel + q * kPanel + j, kPanel);
 #endif
     for (; j < width; ++j) {
       const float* column = b + j * b_col + q * b_row;

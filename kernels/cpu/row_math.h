@@ -36,6 +36,12 @@ inline double exp_sum(float* y, const float* x, int64_t n, float shift) {
   return s;
 }
 
+// y = exp(x - shift), no sum (attention's backward recomputing probabilities)
+inline void exp_shift(float* y, const float* x, int64_t n, float shift) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32(x[i] - shift);
+}
+
 inline double sum(const float* x, int64_t n) {
   double s = 0;
 #pragma omp simd reduction(+ : s)

@@ -23,21 +23,12 @@
 // Eigen's AVX2 speed at GPT's shapes and was dropped, docs/performance.md, change 10).
 #include "kernels/cpu/gemm_f32.h"
 
-#include "kernels/cpu/transpose_f32.h"
-
-#if defined(__AVX512F__)
-#pragma GCC diagnostic push
-// GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;`): reported at the header's lines, so
-// silenced where the header is read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "kernels/cpu/avx512_intrinsics.h"
+#include "kernels/cpu/transpose_f32.h"
 
 namespace rg::cpu {
 namespace {

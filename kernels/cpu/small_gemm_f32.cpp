@@ -13,16 +13,9 @@
 // `accumulate` one FMA into c's value.
 #include "kernels/cpu/small_gemm_f32.h"
 
-#if defined(__AVX512F__)
-#pragma GCC diagnostic push
-// GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;`): reported at the header's lines.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-
 #include <algorithm>
+
+#include "kernels/cpu/avx512_intrinsics.h"
 
 namespace rg::cpu {
 namespace {

@@ -3,14 +3,7 @@
 // rounds of 128-bit-lane shuffles, 16 loads and 16 stores in all.
 #include "kernels/cpu/transpose_f32.h"
 
-#if defined(__AVX512F__)
-#pragma GCC diagnostic push
-// GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;`): reported at the header's lines.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "kernels/cpu/avx512_intrinsics.h"
 
 namespace rg::cpu {
 

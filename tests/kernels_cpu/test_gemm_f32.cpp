@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm_f32.h"
+#include "tests/kernels_cpu/gemm_check.h"
 
 namespace {
 
@@ -36,20 +37,14 @@ float chain(float start, const float* a_row, const std::vector<float>& b, int64_
   return s;
 }
 
-std::vector<float> random_floats(size_t count, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
 void check_case(const Case& cs, std::mt19937& rng) {
   const int64_t lda = cs.k + 3, ldc = cs.n + 5;  // row strides wider than the rows
   const int64_t b_row = cs.b_transposed ? 1 : cs.n + 2, b_col = cs.b_transposed ? cs.k + 1 : 1;
-  const std::vector<float> a = random_floats(cs.m * lda, rng);
-  const std::vector<float> b = random_floats(cs.b_transposed ? cs.n * b_col : cs.k * b_row, rng);
-  const std::vector<float> c0 = random_floats(cs.m * ldc, rng);
-  const std::vector<float> bias = random_floats(cs.n, rng);
+  const std::vector<float> a = rg::test::random_floats(cs.m * lda, rng);
+  const std::vector<float> b =
+      rg::test::random_floats(cs.b_transposed ? cs.n * b_col : cs.k * b_row, rng);
+  const std::vector<float> c0 = rg::test::random_floats(cs.m * ldc, rng);
+  const std::vector<float> bias = rg::test::random_floats(cs.n, rng);
   const float* bias_or_null = cs.bias ? bias.data() : nullptr;
   std::vector<float> c = c0;
   rg::cpu::gemm_f32(c.data(), ldc, a.data(), lda, b.data(), b_row, b_col, cs.m, cs.k, cs.n,
@@ -57,20 +52,11 @@ void check_case(const Case& cs, std::mt19937& rng) {
   const std::string what = "m " + std::to_string(cs.m) + " k " + std::to_string(cs.k) + " n " +
                            std::to_string(cs.n) + (cs.b_transposed ? " b^T" : " b") +
                            (cs.accumulate ? " accumulate" : "") + (cs.bias ? " bias" : "");
-  int64_t wrong = 0, outside_touched = 0;
-  for (int64_t i = 0; i < cs.m; ++i)
-    for (int64_t j = 0; j < ldc; ++j) {
-      const float got = c[i * ldc + j];
-      if (j >= cs.n) {
-        outside_touched += got != c0[i * ldc + j];
-        continue;
-      }
-      const float start = cs.accumulate ? c0[i * ldc + j] : cs.bias ? bias[j] : 0.f;
-      wrong += got != chain(start, &a[i * lda], b, b_row, b_col, cs.k, j);
-    }
   INFO(what);
-  CHECK(wrong == 0);
-  CHECK(outside_touched == 0);
+  rg::test::check_product(c, c0, cs.m, cs.n, ldc, [&](int64_t i, int64_t j, float got) {
+    const float start = cs.accumulate ? c0[i * ldc + j] : cs.bias ? bias[j] : 0.f;
+    return got == chain(start, &a[i * lda], b, b_row, b_col, cs.k, j);
+  });
 
   // The same product in two calls, rows [0, split) and [split, m): the same bits.
   const int64_t split = cs.m / 2 + 1;

@@ -65,8 +65,9 @@ TEST_CASE("adamw follows PyTorch's single-tensor AdamW step by step") {
 
 TEST_CASE("adamw's dtype dispatch names the op and the dtypes it takes") {
   Tensor p = empty({3}, DType::bf16);
-  CHECK(error_of([&] { cpu().adamw(p, p, p, p, AdamWArgs{1e-3, 0.9, 0.999, 1e-8, 0, 1}); }) ==
-        "adamw: unsupported dtype bfloat16 (expected float32 or float64)");
+  CHECK(error_of([&] {
+          cpu().adamw(p, p, p, p, AdamWArgs{1e-3, 0.9, 0.999, 1e-8, 0, 1});
+        }) == "adamw: unsupported dtype bfloat16 (expected float32 or float64)");
 }
 
 // Kernels check their contract (core/op_table.h) only in debug builds; the op layer

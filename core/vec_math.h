@@ -15,25 +15,34 @@
 
 namespace rg::vec {
 
+// exp_f32's constants, shared with the AVX-512 version of the cpu row kernels
+// (kernels/cpu/row_math.h), which must give the same bits.
+namespace exp_constants {
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693145751953125f;  // ln 2 to 16 significant bits: n * kLn2Hi is exact
+constexpr float kLn2Lo = 1.428606765330187e-06f;
+constexpr float kLowest = -104.0f, kHighest = 89.0f;  // the clamp: e^x is 0 or inf beyond
+// round to nearest by adding and subtracting 1.5 * 2^23 (floorf would not vectorise
+// unless -fno-trapping-math; nearest rounding also keeps |r| <= ln2/2)
+constexpr float kRound = 12582912.0f;
+// Taylor coefficients 1/k!, k = 7..0, for Horner's scheme
+constexpr float kTaylor[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
+                              1.0f / 6.0f,    0.5f,          1.0f,          1.0f};
+}  // namespace exp_constants
+
 inline float exp_f32(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693145751953125f;  // ln 2 to 16 significant bits: n * kLn2Hi is exact
-  constexpr float kLn2Lo = 1.428606765330187e-06f;
-  float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  // round to nearest by adding and subtracting 1.5 * 2^23 (floorf would not vectorise
-  // unless -fno-trapping-math; nearest rounding also keeps |r| <= ln2/2)
-  constexpr float kRound = 12582912.0f;
-  float nf = (xc * kLog2e + kRound) - kRound;
+  using namespace exp_constants;
+  float xc = x < kLowest ? kLowest : (x > kHighest ? kHighest : x);
+  float nf = __builtin_fmaf(xc, kLog2e, kRound) - kRound;
   float r = __builtin_fmaf(nf, -kLn2Hi, xc);
   r = __builtin_fmaf(nf, -kLn2Lo, r);
-  float p = 1.0f / 5040.0f;  // Taylor coefficients 1/k!, k = 7..0 (Horner)
-  p = __builtin_fmaf(p, r, 1.0f / 720.0f);
-  p = __builtin_fmaf(p, r, 1.0f / 120.0f);
-  p = __builtin_fmaf(p, r, 1.0f / 24.0f);
-  p = __builtin_fmaf(p, r, 1.0f / 6.0f);
-  p = __builtin_fmaf(p, r, 0.5f);
-  p = __builtin_fmaf(p, r, 1.0f);
-  p = __builtin_fmaf(p, r, 1.0f);
+  float p = __builtin_fmaf(kTaylor[0], r, kTaylor[1]);  // written out: this loop must vectorise
+  p = __builtin_fmaf(p, r, kTaylor[2]);
+  p = __builtin_fmaf(p, r, kTaylor[3]);
+  p = __builtin_fmaf(p, r, kTaylor[4]);
+  p = __builtin_fmaf(p, r, kTaylor[5]);
+  p = __builtin_fmaf(p, r, kTaylor[6]);
+  p = __builtin_fmaf(p, r, kTaylor[7]);
   int32_t n = int32_t(nf), n1 = n / 2, n2 = n - n1;  // each in [-75, 65]: a normal power of 2
   float s1 = std::bit_cast<float>((n1 + 127) << 23), s2 = std::bit_cast<float>((n2 + 127) << 23);
   float y = p * s1 * s2;

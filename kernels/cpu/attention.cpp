@@ -12,6 +12,7 @@
 // small_gemm_f32 (register tiles, nothing packed; K and V transposed once per slice so that
 // every product reads its right operand by rows) where the tile widths suit it, else to Eigen;
 // f64 computes in double with Eigen's products.
+#include "kernels/cpu/avx512_intrinsics.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing

@@ -105,7 +105,7 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
       C g = C(dl[r * ls]);
       if constexpr (std::is_same_v<T, float>) {
         if (s1 == 1 && d1 == 1) {
-          for (int64_t j = 0; j < c; ++j) drow[j] = vec::exp_f32((xrow[j] - mx) - log_sum) * g;
+          row::scaled_exp(drow, xrow, c, mx, log_sum, g);
           drow[t[r]] -= g;
           continue;
         }

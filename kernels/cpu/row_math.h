@@ -1,26 +1,126 @@
-// f32 row primitives for the row kernels (softmax, cross-entropy, layernorm): each is one
-// SIMD pass over a contiguous row. exp is core/vec_math.h's vectorisable exp_f32; sums
+// f32 row primitives for the row kernels (softmax, cross-entropy, layernorm, attention): each
+// is one SIMD pass over a contiguous row. exp is core/vec_math.h's exp_f32: with AVX-512 its
+// 16-lane form exp16 below, else the compiler's vectorisation of the scalar function. Sums
 // accumulate in double (one double lane per float lane; `omp simd` lets the compiler split the
 // sum into lanes, so the order differs from a sequential sum only at double rounding, far
-// below float resolution). The f64 kernels keep their sequential loops.
+// below float resolution), except that the AVX-512 exp_sum adds blocks of 4 vectors in float
+// first (under one float ulp, see there). The f64 kernels keep their sequential loops.
 #pragma once
 #include <cstdint>
 #include <limits>
 
+#include "core/elementwise_scalar.h"
 #include "core/vec_math.h"
+#include "kernels/cpu/avx512_intrinsics.h"
 
 namespace rg::cpu::row {
 
+#if defined(__AVX512F__)
+// vec::exp_f32 on 16 lanes in AVX-512's own instructions, with the same bits: the clamp by
+// min/max (max(c, x) passes a NaN x through, so NaN stays NaN, its payload not kept), the same
+// reduction and polynomial, and 2^n by vscalefps, one rounding as exp_f32's two exact
+// power-of-2 products then its one rounding.
+// The compiler's vectorisation of exp_f32 took 45 instructions a vector (blends for the
+// clamp, integer halving of n), this 14.
+inline __m512 exp16(__m512 x) {
+  using namespace vec::exp_constants;
+  const auto c = [](float v) { return _mm512_set1_ps(v); };
+  const __m512 xc = _mm512_min_ps(c(kHighest), _mm512_max_ps(c(kLowest), x));
+  const __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(xc, c(kLog2e), c(kRound)), c(kRound));
+  __m512 r = _mm512_fmadd_ps(nf, c(-kLn2Hi), xc);
+  r = _mm512_fmadd_ps(nf, c(-kLn2Lo), r);
+  __m512 p = _mm512_fmadd_ps(c(kTaylor[0]), r, c(kTaylor[1]));
+  for (int k = 2; k < 8; ++k) p = _mm512_fmadd_ps(p, r, c(kTaylor[k]));
+  return _mm512_scalef_ps(p, nf);
+}
+
+// f(16 lanes of x - shift, lane mask) for each vector of the row [0, n): whole vectors
+// unmasked, then the tail (if any) masked, its missing lanes read as 0.
+template <typename F>
+inline void for_each_vector(const float* x, int64_t n, float shift, F f) {
+  const __m512 s = _mm512_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // two at a time: their instruction chains interleave
+    f(i, _mm512_sub_ps(_mm512_loadu_ps(x + i), s), __mmask16(0xffff));
+    f(i + 16, _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s), __mmask16(0xffff));
+  }
+  for (; i + 16 <= n; i += 16) f(i, _mm512_sub_ps(_mm512_loadu_ps(x + i), s), __mmask16(0xffff));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    f(i, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s), m);
+  }
+}
+
+// The 16 lanes of e added to the double lanes (low, high).
+inline void add_to_double_lanes(__m512 e, __m512d& low, __m512d& high) {
+  low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+  high = _mm512_add_pd(
+      high, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+}
+
+// exp(x - shift) of the row into y (when y is not null), returning the sum in double lanes.
+// Four vectors' exps are first added in float, (e0 + e1) + (e2 + e3), two roundings deep (the
+// block's relative error under 2^-23, about one float ulp, whatever the row's length), then the
+// block goes to the double lanes: the conversions took a fifth of the pass when every vector
+// went to double alone.
+inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift) {
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  const __m512 s = _mm512_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 e[4];
+    for (int k = 0; k < 4; ++k) {
+      e[k] = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16 * k), s));
+      if (y) _mm512_storeu_ps(y + i + 16 * k, e[k]);
+    }
+    add_to_double_lanes(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])), low,
+                        high);
+  }
+  for_each_vector(x + i, n - i, shift, [&](int64_t j, __m512 v, __mmask16 m) {
+    const __m512 e = _mm512_maskz_mov_ps(m, exp16(v));
+    if (y) _mm512_mask_storeu_ps(y + i + j, m, e);
+    add_to_double_lanes(e, low, high);
+  });
+  alignas(64) double lanes[8];  // (not _mm512_reduce_add_pd: GCC 12 warns inside it)
+  _mm512_store_pd(lanes, _mm512_add_pd(low, high));
+  double sum = 0;
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+#endif
+
 // max of x[0..n), -inf for an empty row; NaN entries are skipped as std::max skips them
 inline float max(const float* x, int64_t n) {
+#if defined(__AVX512F__)
+  // Four running maxima (one was a chain of dependent vmaxps, 4 cycles a vector);
+  // _mm512_max_ps(v, m) gives m where v is NaN.
+  __m512 m[4];
+  for (auto& lane : m) lane = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) m[k] = _mm512_max_ps(_mm512_loadu_ps(x + i + 16 * k), m[k]);
+  for (; i < n; i += 16) {
+    const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    m[0] = _mm512_mask_max_ps(m[0], lanes, _mm512_maskz_loadu_ps(lanes, x + i), m[0]);
+  }
+  alignas(64) float all[16];
+  _mm512_store_ps(all, _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+  float best = all[0];
+  for (float v : all) best = v > best ? v : best;
+  return best;
+#else
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
+#endif
 }
 
 // sum of exp(x - shift); writes the exps to y when y is not null
 inline double exp_sum(float* y, const float* x, int64_t n, float shift) {
+#if defined(__AVX512F__)
+  return exp_sum_avx512(y, x, n, shift);
+#else
   double s = 0;
   if (y) {
 #pragma omp simd reduction(+ : s)
@@ -34,13 +134,72 @@ inline double exp_sum(float* y, const float* x, int64_t n, float shift) {
     for (int64_t i = 0; i < n; ++i) s += double(vec::exp_f32(x[i] - shift));
   }
   return s;
+#endif
 }
 
 // y = exp(x - shift), no sum (attention's backward recomputing probabilities)
 inline void exp_shift(float* y, const float* x, int64_t n, float shift) {
+#if defined(__AVX512F__)
+  for_each_vector(x, n, shift, [&](int64_t i, __m512 v, __mmask16 m) {
+    _mm512_mask_storeu_ps(y + i, m, exp16(v));
+  });
+#else
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32(x[i] - shift);
+#endif
 }
+
+// y = exp((x - shift) - offset) * scale (cross-entropy's backward: softmax times the loss
+// gradient, from the row's max and log-sum-exp kept apart)
+inline void scaled_exp(float* y, const float* x, int64_t n, float shift, float offset,
+                       float scale) {
+#if defined(__AVX512F__)
+  const __m512 o = _mm512_set1_ps(offset), g = _mm512_set1_ps(scale);
+  for_each_vector(x, n, shift, [&](int64_t i, __m512 v, __mmask16 m) {
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(exp16(_mm512_sub_ps(v, o)), g));
+  });
+#else
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32((x[i] - shift) - offset) * scale;
+#endif
+}
+
+#if defined(__AVX512F__)
+// GELU, tanh approximation, and its gradient (core/elementwise_scalar.h's gelu_tanh and
+// g * gelu_tanh_grad, the op table's float rows) on exp16: x sigma(2u) with
+// sigma(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/pi) (x + 0.044715 x^3). The same formulas; the
+// compiler may contract the scalar rows' products differently, so results can differ from
+// them in the last bit or two (tests/kernels_cpu/test_vec_math.cpp bounds it).
+inline __m512 gelu_tanh_sigmoid16(__m512 x) {
+  const __m512 cubic =
+      _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(float(scalar::kGeluCubic)), x), x);
+  const __m512 inner = _mm512_fmadd_ps(cubic, x, x);
+  const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(float(-2 * scalar::kGeluScale)), inner));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, e));
+}
+
+inline void gelu_tanh(float* y, const float* x, int64_t n) {
+  for_each_vector(x, n, 0.0f, [&](int64_t i, __m512 v, __mmask16 m) {
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, gelu_tanh_sigmoid16(v)));
+  });
+}
+
+// dx = g * (s + 2 x s (1 - s) du/dx), du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+inline void gelu_tanh_backward(float* dx, const float* g, const float* x, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+  const __m512 scale = _mm512_set1_ps(float(scalar::kGeluScale));
+  const __m512 cubic3 = _mm512_set1_ps(float(3 * scalar::kGeluCubic));
+  for_each_vector(x, n, 0.0f, [&](int64_t i, __m512 v, __mmask16 m) {
+    const __m512 s = gelu_tanh_sigmoid16(v);
+    const __m512 du = _mm512_mul_ps(scale, _mm512_fmadd_ps(_mm512_mul_ps(cubic3, v), v, one));
+    const __m512 slope =
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(two, v), s), _mm512_sub_ps(one, s));
+    const __m512 grad = _mm512_fmadd_ps(slope, du, s);
+    _mm512_mask_storeu_ps(dx + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, g + i), grad));
+  });
+}
+#endif
 
 inline double sum(const float* x, int64_t n) {
   double s = 0;

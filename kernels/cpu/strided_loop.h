@@ -68,15 +68,26 @@ struct StridedLoop {
     }
     int64_t rows_per_grain = std::max<int64_t>(1, grain / inner_n);
     parallel_for(outer, rows_per_grain, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        std::array<char*, N> ptrs = base;
-        int64_t rem = row;
-        for (int d = ndim - 2; d >= 0; --d) {
-          int64_t idx = rem % shape[d];
-          rem /= shape[d];
-          for (int t = 0; t < N; ++t) ptrs[t] += idx * byte_strides[t][d];
-        }
+      // The first row's index by division, then an odometer over the outer dims (a division
+      // per dim per row was a seventh of copying attention's heads, rows of 32-64 floats).
+      if (begin >= end) return;
+      Shape idx(ndim - 1);
+      std::array<char*, N> ptrs = base;
+      int64_t rem = begin;
+      for (int d = ndim - 2; d >= 0; --d) {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+        for (int t = 0; t < N; ++t) ptrs[t] += idx[d] * byte_strides[t][d];
+      }
+      for (int64_t row = begin;;) {
         inner(ptrs, inner_stride, inner_n);
+        if (++row == end) break;
+        for (int d = ndim - 2; d >= 0; --d) {  // next row: carry through the outer dims
+          for (int t = 0; t < N; ++t) ptrs[t] += byte_strides[t][d];
+          if (++idx[d] < shape[d]) break;
+          for (int t = 0; t < N; ++t) ptrs[t] -= shape[d] * byte_strides[t][d];
+          idx[d] = 0;
+        }
       }
     });
   }

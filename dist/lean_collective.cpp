@@ -28,6 +28,14 @@ class LeanWork : public PromiseWork {
   LeanWork(ProcessGroup& group, Tensor tensor, CombineOp op, const Envelope& env)
       : tensor(std::move(tensor)), op(op), env(env), group_(group) {}
 
+  // The next collective in this finished work that no one else holds.
+  void reuse(Tensor next, CombineOp next_op, const Envelope& next_env) {
+    tensor = std::move(next);
+    op = next_op;
+    env = next_env;
+    rearm();
+  }
+
   // Once finished, a work no longer touches its group (which may be gone by then).
   void wait() override {
     if (PromiseWork::is_completed()) return rethrow_error();
@@ -45,9 +53,10 @@ class LeanWork : public PromiseWork {
     return false;
   }
 
-  const Tensor tensor;
-  const CombineOp op;
-  const Envelope env;
+  // Set at issue, read by receive_and_reduce, which drops the tensor when done.
+  Tensor tensor;
+  CombineOp op;
+  Envelope env;
 
  private:
   ProcessGroup& group_;
@@ -69,7 +78,7 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
   }
   issued_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
   lean_issued_.fetch_add(1, std::memory_order_relaxed);
-  auto work = std::make_shared<LeanWork>(*this, t, op, env);
+  std::shared_ptr<LeanWork> work = recycled_lean(t, op, env);
   bool whole = false;
   try {
     whole = send_exchange(t, env);
@@ -93,6 +102,22 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
   }
   if (handed) cv_.notify_all();
   return work;
+}
+
+// The group's spare work if no one else holds it any more (its last user's accesses happen
+// before: they dropped their references with release, seen here with the acquire fence),
+// else a new one, kept as the spare. A loop of barriers or loss all-reduces then allocates
+// nothing: no control block, mutex or condition variable to build and destroy per call.
+// Only the thread that claimed the group (running_) gets here.
+std::shared_ptr<LeanWork> ProcessGroup::recycled_lean(const Tensor& t, CombineOp op,
+                                                      const Envelope& env) {
+  if (spare_lean_ && spare_lean_.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    spare_lean_->reuse(t, op, env);
+  } else {
+    spare_lean_ = std::make_shared<LeanWork>(*this, t, op, env);
+  }
+  return spare_lean_;
 }
 
 bool ProcessGroup::complete_lean(const PromiseWork* work) {
@@ -146,6 +171,10 @@ void ProcessGroup::hand_over_lean(const PromiseWork* work) {
 // Inputs land in scratch slot 0, peer q's at slice q; this rank's own copy goes to slice r,
 // then the result is input 0, (op) input 1, (op) input 2 ... into the caller's tensor.
 void ProcessGroup::receive_and_reduce(LeanWork& work) {
+  struct DropTensor {  // the caller's tensor is not kept alive by the spare work
+    LeanWork& work;
+    ~DropTensor() { work.tensor = Tensor(); }
+  } drop{work};
   const Tensor& t = work.tensor;
   const int64_t count = t.numel();
   const size_t bytes = t.nbytes();

@@ -91,6 +91,12 @@ bool PromiseWork::wait(Milliseconds timeout) {
 
 bool PromiseWork::is_completed() { return done_.load(std::memory_order_acquire); }
 
+void PromiseWork::rearm() {
+  std::lock_guard lock(mu_);
+  done_ = false;
+  error_ = nullptr;
+}
+
 void PromiseWork::rethrow_error() {
   std::lock_guard lock(mu_);
   if (error_) std::rethrow_exception(error_);

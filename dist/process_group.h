@@ -116,6 +116,8 @@ class PromiseWork : public Work {
  protected:
   // For a work known to be finished: throws its error, if any.
   void rethrow_error();
+  // Unfinished again, for reuse by the only holder of a finished work.
+  void rearm();
 
  private:
   std::mutex mu_;
@@ -249,6 +251,7 @@ class ProcessGroup {
   bool hand_over_lean_locked(const PromiseWork* work = nullptr);
   void hand_over_lean(const PromiseWork* work);
   void receive_and_reduce(LeanWork& work);
+  std::shared_ptr<LeanWork> recycled_lean(const Tensor& t, CombineOp op, const Envelope& env);
   // Runs the item (unless the group failed), frees the group (running_) and then finishes
   // its work with the outcome: a caller that sees the work finished finds the group free
   // (the next small collective can take the lean path).
@@ -276,7 +279,8 @@ class ProcessGroup {
   bool stopping_ = false;
   bool running_ = false;            // a collective runs (on the communication thread or inline)
   std::shared_ptr<LeanWork> lean_;  // sent, not yet received (it holds running_)
-  Tensor barrier_token_;            // the barrier's empty buffer
+  std::shared_ptr<LeanWork> spare_lean_;  // the last lean work, reused once no one holds it
+  Tensor barrier_token_;                  // the barrier's empty buffer
   std::once_flag barrier_token_made_;
   std::string failure_;
   std::thread comm_thread_;

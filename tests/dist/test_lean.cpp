@@ -206,3 +206,31 @@ TEST_CASE("a rank that never reaches a lean barrier is named by the one waiting 
   CHECK(error.find("barrier") != std::string::npos);
   CHECK(error.find("rank 1") != std::string::npos);
 }
+
+// Lean works are reused once no one holds them (ProcessGroup::recycled_lean): one still held
+// is never reused under its holder, and a reused one reports its own collective.
+TEST_CASE("a lean work still held is not reused; released ones are, with their own results") {
+  CHECK_NOTHROW(run_threads(2, [](ProcessGroup& pg) {
+    Tensor a = make_input(DType::f32, 8, pg.rank(), 1);
+    auto held = pg.allreduce(a);
+    held->wait();
+    Tensor b = make_input(DType::f32, 8, pg.rank(), 2);
+    auto next = pg.allreduce(b);
+    RG_CHECK(next.get() != held.get(), "a held work was reused");
+    RG_CHECK(held->is_completed(), "the held work was rearmed under its holder");
+    next->wait();
+    expect_reduced(a, CombineOp::sum, 2, 1);
+    expect_reduced(b, CombineOp::sum, 2, 2);
+    held.reset();
+    next.reset();
+    const Work* previous = nullptr;
+    for (uint64_t seed = 3; seed < 40; ++seed) {  // released at once: the spare comes back
+      Tensor t = make_input(DType::f64, 5, pg.rank(), seed);
+      auto work = seed % 2 ? pg.allreduce(t, CombineOp::max) : pg.barrier();
+      work->wait();
+      if (seed % 2) expect_reduced(t, CombineOp::max, 2, seed);
+      if (previous) RG_CHECK(work.get() == previous, "a released work was not reused");
+      previous = work.get();
+    }
+  }));
+}

@@ -169,7 +169,7 @@ inline void scaled_exp(float* y, const float* x, int64_t n, float shift, float o
 // g * gelu_tanh_grad, the op table's float rows) on exp16: x sigma(2u) with
 // sigma(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/pi) (x + 0.044715 x^3). The same formulas; the
 // compiler may contract the scalar rows' products differently, so results can differ from
-// them in the last bit or two (tests/kernels_cpu/test_vec_math.cpp bounds it).
+// them in the last bit or two (tests/kernels_cpu/test_gelu_rows.cpp bounds it).
 inline __m512 gelu_tanh_sigmoid16(__m512 x) {
   const __m512 cubic =
       _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(float(scalar::kGeluCubic)), x), x);

@@ -32,16 +32,18 @@ std::vector<int64_t> checked_targets(const Tensor& logits, const Tensor& targets
 }
 
 // max and log(sum(exp(x - max))) of one strided row (kept apart: x - max rounds exactly
-// for nearby x, max + log_sum would not)
+// for nearby x, max + log_sum would not). next_row: the row the caller computes next, or null
+// (contiguous f32 rows prefetch it meanwhile).
 template <typename T>
-void row_logsumexp(const T* x, int64_t c, int64_t s, compute_t<T>* mx, compute_t<T>* log_sum) {
+void row_logsumexp(const T* x, int64_t c, int64_t s, const T* next_row, compute_t<T>* mx,
+                   compute_t<T>* log_sum) {
   using C = compute_t<T>;
   if constexpr (std::is_same_v<T, float>) {
     if (s == 1) {
       float m = row::max(x, c);
       if (m == -std::numeric_limits<float>::infinity()) m = 0;
       *mx = m;
-      *log_sum = float(std::log(row::exp_sum(nullptr, x, c, m)));
+      *log_sum = float(std::log(row::exp_sum(nullptr, x, c, m, next_row)));
       return;
     }
   }
@@ -74,7 +76,7 @@ void cross_entropy_typed(const Tensor& loss, const Tensor& logits, const std::ve
         continue;
       }
       C mx, log_sum;
-      row_logsumexp(x + r * s0, c, s1, &mx, &log_sum);
+      row_logsumexp(x + r * s0, c, s1, r + 1 < e ? x + (r + 1) * s0 : nullptr, &mx, &log_sum);
       out[r * ls] = T(log_sum - (C(x[r * s0 + t[r] * s1]) - mx));
     }
   });
@@ -101,7 +103,7 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
       }
       const T* xrow = x + r * s0;
       C mx, log_sum;
-      row_logsumexp(xrow, c, s1, &mx, &log_sum);
+      row_logsumexp(xrow, c, s1, r + 1 < e ? xrow + s0 : nullptr, &mx, &log_sum);
       C g = C(dl[r * ls]);
       if constexpr (std::is_same_v<T, float>) {
         if (s1 == 1 && d1 == 1) {

@@ -58,18 +58,26 @@ inline void add_to_double_lanes(__m512 e, __m512d& low, __m512d& high) {
       high, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
 }
 
+// Asks for the cache line holding p in the first-level cache (no fault if p is past the end).
+inline void prefetch_line(const float* p) { __builtin_prefetch(p, /*rw=*/0, /*locality=*/3); }
+
 // exp(x - shift) of the row into y (when y is not null), returning the sum in double lanes.
 // Four vectors' exps are first added in float, (e0 + e1) + (e2 + e3), two roundings deep (the
 // block's relative error under 2^-23, about one float ulp, whatever the row's length), then the
 // block goes to the double lanes: the conversions took a fifth of the pass when every vector
 // went to double alone.
-inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift) {
+// next_row (may be null): n floats the caller reads next; one of its lines is prefetched with
+// each vector computed here, so its memory reads hide behind these exps. (All of its lines at
+// once, before this row, filled the load buffers and stalled: 7% faster, against 27% spread.)
+inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift,
+                             const float* next_row) {
   __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
   const __m512 s = _mm512_set1_ps(shift);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     __m512 e[4];
     for (int k = 0; k < 4; ++k) {
+      if (next_row) prefetch_line(next_row + i + 16 * k);
       e[k] = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16 * k), s));
       if (y) _mm512_storeu_ps(y + i + 16 * k, e[k]);
     }
@@ -77,6 +85,7 @@ inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift) {
                         high);
   }
   for_each_vector(x + i, n - i, shift, [&](int64_t j, __m512 v, __mmask16 m) {
+    if (next_row) prefetch_line(next_row + i + j);
     const __m512 e = _mm512_maskz_mov_ps(m, exp16(v));
     if (y) _mm512_mask_storeu_ps(y + i + j, m, e);
     add_to_double_lanes(e, low, high);
@@ -116,11 +125,14 @@ inline float max(const float* x, int64_t n) {
 #endif
 }
 
-// sum of exp(x - shift); writes the exps to y when y is not null
-inline double exp_sum(float* y, const float* x, int64_t n, float shift) {
+// sum of exp(x - shift); writes the exps to y when y is not null. next_row: see
+// exp_sum_avx512 (a hint only; unused without AVX-512).
+inline double exp_sum(float* y, const float* x, int64_t n, float shift,
+                      const float* next_row = nullptr) {
 #if defined(__AVX512F__)
-  return exp_sum_avx512(y, x, n, shift);
+  return exp_sum_avx512(y, x, n, shift, next_row);
 #else
+  (void)next_row;
   double s = 0;
   if (y) {
 #pragma omp simd reduction(+ : s)

@@ -46,15 +46,16 @@ void for_each_line(const Geometry& g, F body) {
   });
 }
 
-// One f32 row in three SIMD passes: max, exp (kept in y) with its sum, scale.
-void softmax_row_f32(float* y, const float* x, int64_t n, bool log) {
+// One f32 row in three SIMD passes: max, exp (kept in y) with its sum, scale. The exp pass
+// prefetches next_row (the row computed next, or null).
+void softmax_row_f32(float* y, const float* x, int64_t n, bool log, const float* next_row) {
   float mx = row::max(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) mx = 0;  // all -inf: NaN, as in PyTorch
   if (log) {
-    float log_sum = float(std::log(row::exp_sum(nullptr, x, n, mx)));
+    float log_sum = float(std::log(row::exp_sum(nullptr, x, n, mx, next_row)));
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mx) - log_sum;
   } else {
-    float scale = float(1.0 / row::exp_sum(y, x, n, mx));
+    float scale = float(1.0 / row::exp_sum(y, x, n, mx, next_row));
     for (int64_t i = 0; i < n; ++i) y[i] *= scale;
   }
 }
@@ -69,7 +70,7 @@ void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
       if constexpr (std::is_same_v<T, float>) {
-        softmax_row_f32(yr, xr, n, log);
+        softmax_row_f32(yr, xr, n, log, r + 1 < e ? xr + n : nullptr);
         continue;
       }
       C mx = -std::numeric_limits<C>::infinity();

@@ -105,6 +105,12 @@ TEST_CASE("row_math: exp_sum's sum, exp_sum's and scaled_exp's stores in every t
     for (int64_t i = 0; i < n; ++i) CHECK(y[i] == rg::vec::exp_f32((x[i] - 1.5f) - 0.25f) * -0.5f);
     CHECK(rg::cpu::row::exp_sum(nullptr, x.data(), n, 1.5f) ==
           doctest::Approx(want).epsilon(2.4e-7));
+    // prefetching a next row changes nothing: the same sum and stores, bit for bit
+    std::vector<float> next(n, 3.0f), z(n + 1, -7.0f);
+    CHECK(rg::cpu::row::exp_sum(z.data(), x.data(), n, 1.5f, next.data()) == got);
+    CHECK(z[n] == -7.0f);
+    for (int64_t i = 0; i < n; ++i) CHECK(z[i] == rg::vec::exp_f32(x[i] - 1.5f));
+    CHECK(next == std::vector<float>(n, 3.0f));
   }
 }
 

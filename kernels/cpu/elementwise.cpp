@@ -11,7 +11,7 @@
 #include "core/elementwise_scalar.h"
 #include "core/op_table.h"
 #include "kernels/cpu/compute_type.h"
-#include "kernels/cpu/row_math.h"
+#include "kernels/cpu/gelu_rows.h"
 #include "kernels/cpu/strided_loop.h"
 
 namespace rg::cpu {
@@ -53,7 +53,7 @@ void map(F f, const Tensor& out, const Inputs&... ins) {
 template <typename Fn, typename T>
 using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
 
-// The op table's float rows whose exp dominates their cost, on row_math.h's AVX-512 loops
+// The op table's float rows whose exp dominates their cost, on AVX-512 loops (gelu_rows.h)
 // (exp16, a third of the compiler's instructions for exp_f32) when every tensor is contiguous:
 // GELU (tanh) and its gradient (1M floats, 1 thread: forward 0.66 -> 0.39 ns an element, level
 // with add; forward + backward through autograd 1.8 -> 1.3). Returns false where the

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/elementwise_scalar.h"
 #include "core/vec_math.h"
 #include "kernels/cpu/avx512_intrinsics.h"
 
@@ -34,6 +33,9 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, nf);
 }
 
+// The lanes of a vector holding the row's last `left` (< 16) elements.
+inline __mmask16 tail_mask(int64_t left) { return __mmask16((1u << left) - 1); }
+
 // f(16 lanes of x - shift, lane mask) for each vector of the row [0, n): whole vectors
 // unmasked, then the tail (if any) masked, its missing lanes read as 0.
 template <typename F>
@@ -46,7 +48,7 @@ inline void for_each_vector(const float* x, int64_t n, float shift, F f) {
   }
   for (; i + 16 <= n; i += 16) f(i, _mm512_sub_ps(_mm512_loadu_ps(x + i), s), __mmask16(0xffff));
   if (i < n) {
-    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    const __mmask16 m = tail_mask(n - i);
     f(i, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s), m);
   }
 }
@@ -109,7 +111,7 @@ inline float max(const float* x, int64_t n) {
   for (; i + 64 <= n; i += 64)
     for (int k = 0; k < 4; ++k) m[k] = _mm512_max_ps(_mm512_loadu_ps(x + i + 16 * k), m[k]);
   for (; i < n; i += 16) {
-    const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : tail_mask(n - i);
     m[0] = _mm512_mask_max_ps(m[0], lanes, _mm512_maskz_loadu_ps(lanes, x + i), m[0]);
   }
   alignas(64) float all[16];
@@ -175,43 +177,6 @@ inline void scaled_exp(float* y, const float* x, int64_t n, float shift, float o
   for (int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32((x[i] - shift) - offset) * scale;
 #endif
 }
-
-#if defined(__AVX512F__)
-// GELU, tanh approximation, and its gradient (core/elementwise_scalar.h's gelu_tanh and
-// g * gelu_tanh_grad, the op table's float rows) on exp16: x sigma(2u) with
-// sigma(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/pi) (x + 0.044715 x^3). The same formulas; the
-// compiler may contract the scalar rows' products differently, so results can differ from
-// them in the last bit or two (tests/kernels_cpu/test_gelu_rows.cpp bounds it).
-inline __m512 gelu_tanh_sigmoid16(__m512 x) {
-  const __m512 cubic =
-      _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(float(scalar::kGeluCubic)), x), x);
-  const __m512 inner = _mm512_fmadd_ps(cubic, x, x);
-  const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(float(-2 * scalar::kGeluScale)), inner));
-  const __m512 one = _mm512_set1_ps(1.0f);
-  return _mm512_div_ps(one, _mm512_add_ps(one, e));
-}
-
-inline void gelu_tanh(float* y, const float* x, int64_t n) {
-  for_each_vector(x, n, 0.0f, [&](int64_t i, __m512 v, __mmask16 m) {
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, gelu_tanh_sigmoid16(v)));
-  });
-}
-
-// dx = g * (s + 2 x s (1 - s) du/dx), du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-inline void gelu_tanh_backward(float* dx, const float* g, const float* x, int64_t n) {
-  const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
-  const __m512 scale = _mm512_set1_ps(float(scalar::kGeluScale));
-  const __m512 cubic3 = _mm512_set1_ps(float(3 * scalar::kGeluCubic));
-  for_each_vector(x, n, 0.0f, [&](int64_t i, __m512 v, __mmask16 m) {
-    const __m512 s = gelu_tanh_sigmoid16(v);
-    const __m512 du = _mm512_mul_ps(scale, _mm512_fmadd_ps(_mm512_mul_ps(cubic3, v), v, one));
-    const __m512 slope =
-        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(two, v), s), _mm512_sub_ps(one, s));
-    const __m512 grad = _mm512_fmadd_ps(slope, du, s);
-    _mm512_mask_storeu_ps(dx + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, g + i), grad));
-  });
-}
-#endif
 
 inline double sum(const float* x, int64_t n) {
   double s = 0;

@@ -1,4 +1,4 @@
-// GELU (tanh) and its gradient on contiguous f32 tensors, which take row_math.h's AVX-512
+// GELU (tanh) and its gradient on contiguous f32 tensors, which take gelu_rows.h's AVX-512
 // loops where the build has them, against the formula in double and against the op table's
 // float rows (core/elementwise_scalar.h) that strided tensors still take.
 #include <limits>

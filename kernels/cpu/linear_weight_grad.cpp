@@ -19,16 +19,11 @@
 // thread count. AVX-512 builds use 16-lane intrinsics; other builds the same loop on 16-float
 // arrays (the compiler vectorises what the target has). Columns narrower than a vector take a
 // scalar loop. f64: Eigen's product per sequence, accumulated into the result.
+#include "kernels/cpu/avx512_intrinsics.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
-// GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;` in the conversions used below): the
-// warning is reported at the header's lines, so it is silenced where the header is read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 #pragma GCC diagnostic pop
 
 #include <algorithm>

@@ -143,9 +143,9 @@ class RingStream : public ByteStream {
 
   size_t readable() override { return in_->write_pos.load(std::memory_order_acquire) - consumed_; }
 
-  void skip(size_t n) override {
+  void skip(size_t n, bool ring_later) override {
     publish_consumed(consumed_ + n);
-    if (bell_) bell_->ring();
+    if (!ring_later) ring_bell();
   }
 
   void peek(void* data, size_t n) override {

@@ -42,10 +42,11 @@ class ByteStream {
   virtual void prepare_write() {}
   // Bytes that can be read now without waiting (0 for sockets: they do not say); a copy of
   // the first n <= readable() of them that leaves them in the stream; moving past n of them
-  // unread (after a peek).
+  // unread (after a peek; with `ring_later` the caller rings the peer's doorbell itself, soon,
+  // with ring_bell(), as for write_whole).
   virtual size_t readable() { return 0; }
   virtual void peek(void* data, size_t n) { (void)data, (void)n; }
-  virtual void skip(size_t n) { (void)n; }
+  virtual void skip(size_t n, bool ring_later = false) { (void)n, (void)ring_later; }
   virtual int fd() const { return -1; }  // a descriptor poll() can wait on, or -1
   virtual void close() = 0;              // tells the other side this side is done
 };

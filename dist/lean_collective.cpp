@@ -75,9 +75,9 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
     if (running_ || stopping_ || !queue_.empty() || !failure_.empty()) return nullptr;
     running_ = true;
     env.seq = next_seq_++;
+    count_issued_locked(kind);
+    lean_issued_.store(lean_issued_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  issued_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
-  lean_issued_.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<LeanWork> work = recycled_lean(t, op, env);
   bool whole = false;
   try {

@@ -189,6 +189,10 @@ class MessagePump {
     const int n = static_cast<int>(peers_.size());
     const WireHeader h = header_of(env, mine.nbytes());
     exchange_sends_.assign(n, nullptr);
+    // Fetch each write position's line for writing before the lock: its trip from the peer's
+    // spinning core then overlaps the lock instead of stalling the unlock after the stores.
+    for (auto& p : peers_)
+      if (p.link.data) p.link.data->prepare_write();  // sockets: nothing
     bool whole = true;
     std::lock_guard lock(mu_);
     RG_CHECK(failure_.empty(), failure_);
@@ -376,7 +380,7 @@ class MessagePump {
     for (int round = 0; left > 0; ++round) {
       // The lock is taken when a frame's worth of bytes is there (reading positions needs
       // none), and now and then: another thread may have taken the frame out meanwhile.
-      bool look = round % 32 == 0;
+      bool look = round % 32 == 31;
       for (int q = 0; q < n && !look; ++q)
         look = !got[q] && peers_[q].link.data->readable() >= sizeof(WireHeader) + h.nbytes;
       if (look) {
@@ -425,7 +429,8 @@ class MessagePump {
       data.peek(bytes, frame);
       if (std::memcmp(bytes, &h, sizeof(h)) != 0) return -1;  // the general path says why
       if (h.nbytes) std::memcpy(payload, bytes + sizeof(WireHeader), h.nbytes);
-      data.skip(frame);
+      data.skip(frame, true);  // the doorbell waits for the end of receive_fast
+      bells_owed_ = true;
       return 1;
     }
     WireHeader theirs;

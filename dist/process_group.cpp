@@ -91,9 +91,10 @@ bool PromiseWork::wait(Milliseconds timeout) {
 
 bool PromiseWork::is_completed() { return done_.load(std::memory_order_acquire); }
 
+// No lock: the caller is the work's only holder, and the last waiter's accesses happen before
+// (recycled_lean's acquire fence).
 void PromiseWork::rearm() {
-  std::lock_guard lock(mu_);
-  done_ = false;
+  done_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
 }
 
@@ -239,13 +240,13 @@ class CollectiveWork : public PromiseWork {
 };
 
 std::shared_ptr<Work> ProcessGroup::enqueue(Collective kind, Task task) {
-  issued_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
   // NCCL collectives stay on the communication thread (its CUDA device and streams).
   std::shared_ptr<PromiseWork> work = default_device().is_host_memory()
                                           ? std::make_shared<CollectiveWork>(*this)
                                           : std::make_shared<PromiseWork>();
   {
     std::lock_guard lock(mu_);
+    count_issued_locked(kind);
     RG_CHECK(!stopping_, "rank ", rank_, ": ", collective_name(kind),
              " on a process group that is shutting down");
     hand_over_lean_locked();  // a pending lean collective runs first
@@ -253,6 +254,12 @@ std::shared_ptr<Work> ProcessGroup::enqueue(Collective kind, Task task) {
   }
   cv_.notify_all();
   return work;
+}
+
+// Every count is changed under mu_, so a load and a store do (no locked add per collective).
+void ProcessGroup::count_issued_locked(Collective kind) {
+  std::atomic<uint64_t>& count = issued_[static_cast<int>(kind)];
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 uint64_t ProcessGroup::collectives_issued() const {

@@ -243,6 +243,7 @@ class ProcessGroup {
   // null when the collective does not qualify (the caller queues it).
   std::shared_ptr<Work> issue_lean(Collective kind, const Tensor& t, CombineOp op);
   bool lean_eligible(const Tensor& t) const;
+  void count_issued_locked(Collective kind);
   // Receives and reduces the pending lean collective on this thread if it is `work` (true;
   // throws its error if it failed).
   bool complete_lean(const PromiseWork* work);

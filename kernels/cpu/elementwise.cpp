@@ -54,14 +54,15 @@ template <typename Fn, typename T>
 using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
 
 // The op table's float rows whose exp dominates their cost, on AVX-512 loops (gelu_rows.h)
-// (exp16, a third of the compiler's instructions for exp_f32) when every tensor is contiguous:
-// GELU (tanh) and its gradient (1M floats, 1 thread: forward 0.66 -> 0.39 ns an element, level
-// with add; forward + backward through autograd 1.8 -> 1.3). Returns false where the
-// generated loop runs.
+// when every tensor is contiguous: GELU, tanh (1M floats, 1 thread: forward 0.66 -> 0.39 ns an
+// element, level with add; forward + backward through autograd 1.8 -> 1.3) and exact (4M
+// floats, 1 thread: forward 11-14 -> 0.70 ns, gradient 17-21 -> 0.92), and their gradients.
+// Returns false where the generated loop runs.
 template <typename Fn>
 bool row_kernel(const Tensor& out, std::initializer_list<const Tensor*> ins) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<Fn, scalar::gelu_tanh_fn>) {
+  constexpr bool tanh = std::is_same_v<Fn, scalar::gelu_tanh_fn>;
+  if constexpr (tanh || std::is_same_v<Fn, scalar::gelu_fn>) {
     if (out.dtype() != DType::f32 || !out.is_contiguous()) return false;
     for (const Tensor* t : ins)
       if (t->dtype() != DType::f32 || !t->is_contiguous() || t->shape() != out.shape())
@@ -70,10 +71,12 @@ bool row_kernel(const Tensor& out, std::initializer_list<const Tensor*> ins) {
     const float* b = ins.size() > 1 ? ins.begin()[1]->data<float>() : nullptr;
     float* y = out.data<float>();
     parallel_for(out.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+      const int64_t n = end - begin;
       if (b)  // backward: a = grad_out, b = the input
-        row::gelu_tanh_backward(y + begin, a + begin, b + begin, end - begin);
+        tanh ? row::gelu_tanh_backward(y + begin, a + begin, b + begin, n)
+             : row::gelu_erf_backward(y + begin, a + begin, b + begin, n);
       else
-        row::gelu_tanh(y + begin, a + begin, end - begin);
+        tanh ? row::gelu_tanh(y + begin, a + begin, n) : row::gelu_erf(y + begin, a + begin, n);
     });
     return true;
   }

@@ -1,6 +1,6 @@
-// GELU (tanh) and its gradient on contiguous f32 tensors, which take gelu_rows.h's AVX-512
-// loops where the build has them, against the formula in double and against the op table's
-// float rows (core/elementwise_scalar.h) that strided tensors still take.
+// GELU (tanh and exact) and its gradient on contiguous f32 tensors, which take gelu_rows.h's
+// AVX-512 loops where the build has them, against the formula in double and against the op
+// table's float rows (core/elementwise_scalar.h) that strided tensors still take.
 #include <limits>
 
 #include "core/elementwise_scalar.h"
@@ -78,4 +78,64 @@ TEST_CASE("gelu_tanh rows: contiguous and strided f32 agree to 2 ulp") {
     bad += std::fabs(a - b) > 2 * std::max(ulp, double(std::numeric_limits<float>::denorm_min()));
   }
   CHECK(bad == 0);
+}
+
+namespace {
+
+// Exact GELU's largest error: its rows' |y - gelu(x)| over 1 + |x|, against double.
+struct ErfRowErrors {
+  double forward = 0, gradient = 0;
+  int64_t edges_differing = 0;  // non-finite or |x| > 50: must equal the float rows exactly
+};
+
+ErfRowErrors exact_gelu_row_errors(int64_t n) {
+  Tensor x = gelu_inputs(n), y = empty({n}, DType::f32);
+  Tensor g = empty({n}, DType::f32), dx = empty({n}, DType::f32);
+  for (int64_t i = 0; i < n; ++i) set(g, i, 0.5 + double(i % 5));
+  cpu().unary(UnaryOp::gelu, y, x);
+  cpu().unary_backward(UnaryOp::gelu, dx, g, x, y);
+  ErfRowErrors e;
+  for (int64_t i = 0; i < n; ++i) {
+    const double xi = get(x, i), gi = get(g, i);
+    if (!std::isfinite(xi) || std::fabs(xi) > 50) {
+      e.edges_differing += !same_or_both_nan(get(y, i), scalar::gelu_erf(float(xi)));
+      e.edges_differing +=
+          !same_or_both_nan(get(dx, i), float(gi) * scalar::gelu_erf_grad(float(xi)));
+      continue;
+    }
+    const double scale = 1 + std::fabs(xi);
+    e.forward = std::max(e.forward, std::fabs(get(y, i) - scalar::gelu_erf(xi)) / scale);
+    e.gradient =
+        std::max(e.gradient, std::fabs(get(dx, i) - gi * scalar::gelu_erf_grad(xi)) / (scale * gi));
+  }
+  return e;
+}
+
+}  // namespace
+
+// Over 4M points of [-12, 12] the AVX-512 rows' largest errors were 7.1e-8 (forward) and
+// 7.6e-8 (gradient); the table's float rows' (erff, expf) 8.2e-8 and 7.4e-8.
+TEST_CASE("exact gelu rows: forward and gradient of contiguous f32 match the formula") {
+  for (int64_t n : {7, 16, 37, 1000, 70001}) {  // tails, one vector, several threads' chunks
+    const ErfRowErrors e = exact_gelu_row_errors(n);
+    CHECK_MESSAGE(e.forward < 1.5e-7, "n = ", n, ": forward error ", e.forward);
+    CHECK_MESSAGE(e.gradient < 1.5e-7, "n = ", n, ": gradient error ", e.gradient);
+    CHECK_MESSAGE(e.edges_differing == 0, "n = ", n);
+  }
+}
+
+TEST_CASE("exact gelu rows: small values of x Phi(x) for negative x stay relatively exact") {
+  // x Phi(x) at x = -5 is -1.4e-6: the float rows' 1 + erf(x / sqrt 2) keeps about 3 digits of
+  // it, the rows' erfc all of them (to the fit's 1e-6 relative here) where the build has them.
+  Tensor x = empty({16}, DType::f32), y = empty({16}, DType::f32);
+  for (int64_t i = 0; i < 16; ++i) set(x, i, -3.0 - 0.25 * double(i));
+  cpu().unary(UnaryOp::gelu, y, x);
+  for (int64_t i = 0; i < 16; ++i) {
+    const double xi = get(x, i), want = scalar::gelu_erf(xi);
+#if defined(__AVX512F__)
+    CHECK_MESSAGE(std::fabs(get(y, i) - want) < 1e-5 * std::fabs(want), "x = ", xi);
+#else
+    CHECK_MESSAGE(std::fabs(get(y, i) - want) < 2e-7 * std::fabs(xi), "x = ", xi);
+#endif
+  }
 }

@@ -88,6 +88,8 @@ void throughput_table(int threads) {
       {"add 8M", [&] { rg::add(a, b); }, 3 * n * f},
       {"mul 8M", [&] { rg::mul(a, b); }, 3 * n * f},
       {"exp 8M", [&] { rg::exp(a); }, 2 * n * f},
+      {"gelu 8M (exact)", [&] { rg::gelu(rows); }, 2 * n * f},
+      {"gelu 8M (tanh)", [&] { rg::gelu(rows, "tanh"); }, 2 * n * f},
       {"sum 8M -> []", [&] { rg::sum(a); }, n * f},
       {"sum [8192,1024] dim 0", [&] { rg::sum(rows, {0}); }, 8192 * 1024 * f},
       {"softmax [4096,1024] dim 1", [&] { rg::softmax(logits, 1); }, 2 * 4096 * 1024 * f},

@@ -14,6 +14,7 @@ namespace rg::cpu {
 
 template <int N>
 struct StridedLoop {
+  static constexpr int kInlineDims = 16;  // outer dims the odometer keeps on the stack
   int ndim = 0;
   Shape shape;                          // merged shape, innermost last
   std::array<Strides, N> byte_strides;  // per tensor, per merged dim
@@ -71,7 +72,9 @@ struct StridedLoop {
       // The first row's index by division, then an odometer over the outer dims (a division
       // per dim per row was a seventh of copying attention's heads, rows of 32-64 floats).
       if (begin >= end) return;
-      Shape idx(ndim - 1);
+      std::array<int64_t, kInlineDims> inline_idx;  // no allocation per task, up to 16 dims
+      Shape heap_idx(ndim - 1 > kInlineDims ? ndim - 1 : 0);
+      int64_t* idx = heap_idx.empty() ? inline_idx.data() : heap_idx.data();
       std::array<char*, N> ptrs = base;
       int64_t rem = begin;
       for (int d = ndim - 2; d >= 0; --d) {

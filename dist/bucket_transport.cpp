@@ -133,6 +133,18 @@ Tensor BucketTransport::slot(size_t i) const {
   return flat_slice(bucket.buffer, bucket.offsets[k], bucket.numels[k]);
 }
 
+Tensor BucketTransport::replace_buffer(size_t b) {
+  Bucket& bucket = buckets_.at(b);
+  RG_CHECK(!bucket.work, "BucketTransport::replace_buffer: bucket ", b, " is in flight");
+  Tensor old = bucket.buffer;
+  bucket.buffer = empty(old.shape(), old.dtype(), old.device());
+  tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
+  const int64_t used = bucket.offsets.back() + bucket.numels.back();
+  if (used < old.numel())
+    RG_KERNEL(old.device(), fill)(flat_slice(bucket.buffer, used, old.numel() - used), 0.0);
+  return old;
+}
+
 int64_t BucketTransport::offset_in_bucket(size_t i) const {
   return buckets_[bucket_of_[i]].offsets[index_in_bucket_[i]];
 }

@@ -68,6 +68,10 @@ class BucketTransport {
   // Bucket b's whole flat buffer (padding included), and where member i's slot starts in it.
   const Tensor& buffer(size_t bucket) const { return buckets_.at(bucket).buffer; }
   int64_t offset_in_bucket(size_t member) const;
+  size_t bucket_of(size_t member) const { return bucket_of_.at(member); }
+  // Gives bucket b a new buffer of the same layout (its padding zeroed) and returns the old
+  // one: the reducer hands finished slots to .grad as they are instead of copying them out.
+  Tensor replace_buffer(size_t bucket);
   // Member i's data is in its slot; returns whether that completed its bucket.
   bool mark_filled(size_t member);
   // Launches, in bucket order, every bucket not yet launched whose members are all in.

@@ -6,6 +6,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
+#include "core/memory_accounting.h"
 #include "kernels/builtin.h"
 #include "ops/ops.h"
 
@@ -203,16 +204,30 @@ void Reducer::fail_for_missing_gradients(const std::vector<std::string>& missing
   RG_FAIL(error_);
 }
 
+// A gradient that only its parameter references (no other tensor, no view of its memory:
+// zero_grad(set_to_none) then backward, PyTorch's default loop) is replaced by its slot
+// itself, and the slot's bucket gets a new buffer: nothing to copy, and nothing anyone holds
+// changes. Any other gradient receives the average in place, as before. (The copy back was a
+// quarter to a third of DDP's extra time per step on one core per rank, docs/dist.md.)
 void Reducer::write_averaged_gradients() {
   NoGradGuard no_grad;
+  std::vector<bool> handed_over(transport_.bucket_count(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor averaged = transport_.slot(i).view(params_[i].shape());
     Tensor grad = params_[i].grad();
-    if (grad.defined())
+    const bool only_the_parameters =  // this copy and the parameter's
+        grad.defined() && grad.impl_ptr().use_count() == 2 && grad.storage().use_count() == 1;
+    if (grad.defined() && !only_the_parameters) {
       grad.copy_(averaged);
-    else
-      params_[i].set_grad(averaged.clone());
+      continue;
+    }
+    grad = Tensor();
+    params_[i].set_grad(averaged);
+    handed_over[transport_.bucket_of(i)] = true;
   }
+  for (size_t b = 0; b < handed_over.size(); ++b)
+    if (handed_over[b])
+      tag_memory(*transport_.replace_buffer(b).storage(), MemoryCategory::gradients);
 }
 
 // Once, after the first iteration: every rank takes rank 0's observed gradient-ready order

@@ -5,8 +5,9 @@
 // scaled by 1/world in the same pass, and marks it filled; a bucket whose last gradient is
 // in is launched while backward goes on. At the end of backward (queue_callback) the
 // reducer finishes the iteration in phases: unused parameters, all buckets launched and
-// waited for, the averaged gradients written to .grad, and — after the first iteration —
-// the buckets rebuilt once from the observed gradient-ready order, which rank 0
+// waited for, the averaged gradients written to .grad (a gradient that only its parameter
+// holds is replaced by its slot, and that bucket gets a new buffer), and — after the first
+// iteration — the buckets rebuilt once from the observed gradient-ready order, which rank 0
 // broadcasts so that every rank builds the same buckets.
 //
 // Inside no_sync (require_sync = false) the hooks do nothing: gradients accumulate in .grad

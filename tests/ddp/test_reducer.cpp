@@ -209,6 +209,72 @@ TEST_CASE("gradient_as_bucket_view makes .grad a view of the bucket and saves a 
       quick());
 }
 
+namespace {
+
+// The average over 2 ranks of the local gradients of mlp({16, 32, 4}) for input
+// ones * (1 + step) on rank 0 and ones * (2 + step) on rank 1.
+std::vector<Tensor> average_of_ranks(int step) {
+  std::vector<Tensor> sum;
+  for (int r = 0; r < 2; ++r) {
+    auto m = mlp({16, 32, 4});
+    m->forward(mul(ones({2, 16}), double(r + 1 + step))).sum().backward();
+    auto params = m->parameters();
+    for (size_t k = 0; k < params.size(); ++k) {
+      if (r == 0)
+        sum.push_back(params[k].grad().clone());
+      else
+        sum[k] = add(sum[k], params[k].grad());
+    }
+  }
+  for (auto& g : sum) g = mul(g, 0.5);
+  return sum;
+}
+
+double largest_difference(const Tensor& a, const Tensor& b) {
+  return amax(abs(sub(a, b))).item();
+}
+
+}  // namespace
+
+TEST_CASE("without gradient_as_bucket_view, a gradient only its parameter holds takes its slot") {
+  // zero_grad(set_to_none) then backward: no one else holds the new gradients, so the
+  // averages are handed over as the buckets' slots (no copy back). A gradient held
+  // elsewhere keeps its identity and receives the average in place.
+  dist::run_threads(
+      2,
+      [](dist::ProcessGroup& group) {
+        auto model = mlp({16, 32, 4});
+        nn::DistributedDataParallel ddp(model, group);
+        auto params = model->parameters();
+        const double input = group.rank() + 1;
+        auto step = [&](int s, bool zero) {
+          if (zero) model->zero_grad();
+          ddp.forward(mul(ones({2, 16}), input + s)).sum().backward();
+        };
+        step(0, true);
+        auto want = average_of_ranks(0);
+        size_t in_first = 0;
+        for (size_t k = 0; k < params.size(); ++k) {
+          CHECK(largest_difference(params[k].grad(), want[k]) < 1e-6);
+          in_first += params[k].grad().storage() == params[0].grad().storage();
+        }
+        CHECK(in_first == params.size());  // one bucket: every gradient is one of its slots
+        Tensor kept = params[0].grad(), kept_values = kept.clone();
+        step(1, true);  // the buffer `kept` lives in is no bucket's any more
+        CHECK(largest_difference(kept, kept_values) == 0);
+        CHECK(params[0].grad().storage() != kept.storage());
+        want = average_of_ranks(1);
+        for (size_t k = 0; k < params.size(); ++k)
+          CHECK(largest_difference(params[k].grad(), want[k]) < 1e-6);
+        Tensor held = params[0].grad();
+        step(2, false);  // accumulates into the held gradient, then averages in place
+        CHECK(params[0].grad().is_same(held));
+        auto more = average_of_ranks(2);
+        CHECK(largest_difference(held, add(want[0], more[0])) < 1e-5);
+      },
+      quick());
+}
+
 TEST_CASE("the bf16 compression hook gives the average to bf16 precision") {
   dist::run_threads(
       2,

@@ -137,7 +137,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       meta.grad = meta.grad.defined() ? math.add(meta.grad, grad) : math.clone(grad);
     }
     auto started = std::chrono::steady_clock::now();
-    std::vector<Tensor> input_grads = node->apply(grad);
+    std::vector<Tensor> input_grads = node->apply(std::move(grad));
     if (t_observer) t_observer(*node, started, std::chrono::steady_clock::now());
     for (size_t i = 0; i < node->next.size(); ++i) {
       Node* next = node->next[i].get();

@@ -19,7 +19,7 @@ void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 Node::Node(std::string name) : name_(std::move(name)), sequence_nr_(g_next_sequence_nr++) {}
 
-std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+std::vector<Tensor> FunctionNode::apply(Tensor grad_output) {
   RG_CHECK(fn_ != nullptr, "backward: trying to backward through the graph a second time (node '",
            name(),
            "'): its saved tensors were freed after the first backward. Pass "
@@ -30,10 +30,10 @@ std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf)
     : Node("AccumulateGrad"), leaf_(std::move(leaf)) {}
 
-std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
+std::vector<Tensor> AccumulateGrad::apply(Tensor grad_output) {
   Tensor leaf(leaf_);
   AutogradMeta& meta = autograd_meta(leaf);
-  Tensor grad = grad_output;
+  Tensor grad = std::move(grad_output);
   for (auto& hook : meta.hooks) {
     Tensor replaced = hook(grad);
     if (replaced.defined()) grad = replaced;
@@ -53,6 +53,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     }
     tag_memory(*meta.grad.storage(), MemoryCategory::gradients);
   }
+  grad = Tensor();  // a .grad taken over is then held by the leaf alone while its hooks run
   for (auto& hook : meta.post_accumulate_hooks) hook(leaf);
   return {};
 }

@@ -15,7 +15,7 @@
 
 namespace rg {
 
-using TensorHook = std::function<Tensor(const Tensor& grad)>;     // may return a new grad
+using TensorHook = std::function<Tensor(const Tensor& grad)>;  // may return a new grad
 using PostAccumulateHook = std::function<void(const Tensor& param)>;
 
 class Node {
@@ -25,8 +25,9 @@ class Node {
   const std::string& name() const { return name_; }
   uint64_t sequence_nr() const { return sequence_nr_; }
 
-  // Gradients for each input edge, from the gradient of the output.
-  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  // Gradients for each input edge, from the gradient of the output (the engine moves it in:
+  // a leaf's sink may keep its memory without another holder).
+  virtual std::vector<Tensor> apply(Tensor grad_output) = 0;
   // Drops saved tensors after a backward without retain_graph.
   virtual void release() {}
 
@@ -45,7 +46,7 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>
 class FunctionNode : public Node {
  public:
   FunctionNode(std::string name, BackwardFn fn) : Node(std::move(name)), fn_(std::move(fn)) {}
-  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  std::vector<Tensor> apply(Tensor grad_output) override;
   void release() override { fn_ = nullptr; }
 
  private:
@@ -56,7 +57,7 @@ class FunctionNode : public Node {
 class AccumulateGrad : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf);
-  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  std::vector<Tensor> apply(Tensor grad_output) override;
   Tensor leaf() const { return Tensor(leaf_); }
 
  private:

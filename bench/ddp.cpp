@@ -4,7 +4,11 @@
 //  1. step time with DDP vs the same per-rank work with no communication (goal <= 1.10x),
 //     measured in R alternating rounds (no communication, then DDP; the host's speed drifts
 //     between runs, so one pair alone swung from 0.8 to 1.4), each round's ratio printed and
-//     their median;
+//     their median; and in each round a third run whose steps alternate between no_sync
+//     and synchronized ones, so that both see the same seconds of the host ("interleaved":
+//     its ratio moved by 0.01-0.04 between rounds where the separate runs' moved by 0.1-0.4),
+//     with the CPU time a synchronized step adds on the rank's thread and on its
+//     communication thread;
 //  2. the all-reduce time per step and the share of it hidden behind backward (goal >= 70%
 //     with >= 8 buckets): a bucket's communication runs from its launch (or the previous
 //     bucket's end) to its completion, and the part before backward ended is hidden;
@@ -69,23 +73,28 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
-// R rounds of (no communication, DDP), one line each, then the medians.
+// R rounds of (no communication, DDP, DDP interleaved with no_sync), one line each, then
+// the medians.
 void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
-  DdpSetup alone_setup = setup;
+  DdpSetup alone_setup = setup, interleaved_setup = setup;
   alone_setup.use_ddp = false;
-  std::printf("%-9s %16s %12s %8s %10s %8s %8s\n", "round", "no comm ms/step", "DDP ms/step",
-              "ratio", "comm ms", "hidden", "buckets");
-  std::vector<double> alone_ms, ddp_ms, ratio, comm, hidden;
-  size_t buckets = 0;
+  interleaved_setup.interleave = true;
+  std::printf("%-6s %16s %12s %7s %12s %9s %7s %8s\n", "round", "no comm ms/step", "DDP ms/step",
+              "ratio", "interleaved", "comm ms", "hidden", "buckets");
+  std::vector<double> alone_ms, ddp_ms, ratio, one_run, comm, hidden, rank_cpu, comm_cpu;
+  DdpResult ddp, mixed;
   for (int r = 1; r <= rounds; ++r) {
     const DdpResult alone = measure_ddp(ranks, alone_setup);
-    const DdpResult ddp = measure_ddp(ranks, setup);
+    ddp = measure_ddp(ranks, setup);
+    mixed = measure_ddp(ranks, interleaved_setup);
     alone_ms.push_back(alone.ms_per_step), ddp_ms.push_back(ddp.ms_per_step);
     ratio.push_back(ddp.ms_per_step / alone.ms_per_step);
+    one_run.push_back(mixed.ms_per_step / mixed.no_sync_ms_per_step);
     comm.push_back(ddp.comm_ms), hidden.push_back(ddp.hidden_fraction);
-    buckets = ddp.buckets;
-    std::printf("%-9d %16.1f %12.1f %8.2f %10.2f %7.0f%% %8zu\n", r, alone.ms_per_step,
-                ddp.ms_per_step, ratio.back(), ddp.comm_ms, 100 * ddp.hidden_fraction, buckets);
+    rank_cpu.push_back(mixed.rank_extra_cpu_ms), comm_cpu.push_back(mixed.comm_thread_cpu_ms);
+    std::printf("%-6d %16.1f %12.1f %7.2f %12.2f %9.2f %6.0f%% %8zu\n", r, alone.ms_per_step,
+                ddp.ms_per_step, ratio.back(), one_run.back(), ddp.comm_ms,
+                100 * ddp.hidden_fraction, ddp.buckets);
   }
   std::printf("%-34s %10s %10s\n", "medians", "ms/step", "ratio");
   std::printf("%-34s %10.1f %10s\n", "no communication (baseline)", median(alone_ms), "1.00");
@@ -93,10 +102,17 @@ void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
   std::snprintf(label, sizeof label, "DDP, bucket_cap_mb %g", setup.bucket_cap_mb);
   std::printf("%-34s %10.1f %10.2f   (goal <= 1.10; median of the rounds' ratios)\n", label,
               median(ddp_ms), median(ratio));
+  std::printf("%-34s %10s %10.2f   (synchronized / no_sync steps, alternating in one run)\n",
+              "DDP interleaved with no_sync", "", median(one_run));
   std::printf(
       "all-reduce per step: %.2f ms over %zu buckets, %.0f%% hidden behind backward "
       "(goal >= 70%% with >= 8 buckets)\n",
-      median(comm), buckets, 100 * median(hidden));
+      median(comm), ddp.buckets, 100 * median(hidden));
+  std::printf("CPU per synchronized step: rank thread +%.2f ms over a no_sync step",
+              median(rank_cpu));
+  if (median(comm_cpu) >= 0) std::printf(", communication thread %.2f ms", median(comm_cpu));
+  std::printf("; %zu of %zu buckets reduced a gradient where it lies\n", mixed.buffers_lent,
+              mixed.buckets);
 }
 
 void print_sweep(Ranks ranks, const DdpSetup& setup) {

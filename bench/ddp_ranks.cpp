@@ -3,6 +3,7 @@
 #include "bench/ddp_ranks.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,7 +57,27 @@ void pin_rank(int rank) {
   sched_setaffinity(0, sizeof set, &set);
 }
 
-// One rank's timed loop: one warm-up step, then setup.steps timed ones.
+// CPU time (user + system) of this thread (RUSAGE_THREAD) or process (RUSAGE_SELF).
+double cpu_seconds(int who) {
+  rusage usage{};
+  getrusage(who, &usage);
+  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+// One training step: forward and backward, synchronized unless `sync` is false (no_sync).
+double timed_step(nn::GPT& model, nn::DistributedDataParallel* ddp, const Tensor& idx, bool sync) {
+  const Clock::time_point start = Clock::now();
+  nn::NoSyncGuard guard = ddp && !sync ? ddp->no_sync() : nn::NoSyncGuard();
+  model.zero_grad();
+  if (ddp) ddp->pre_forward();
+  auto [logits, loss] = model.forward(idx, idx, Reduction::mean, -1);
+  loss.backward();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One rank's timed loop: one warm-up step, then setup.steps timed ones (interleaved: twice
+// as many, every other one under no_sync).
 DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   set_num_threads(1);
   auto model = std::make_shared<nn::GPT>(config(setup));
@@ -69,22 +90,27 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   }
   Generator gen{uint64_t(group.rank()) + 1, 0};
   Tensor idx = mul(rand({kBatch, kContext}, DType::f32, kCPU, &gen), double(kVocab)).to(DType::i64);
-  double comm = 0, hidden = 0;
-  Clock::time_point start;
-  for (int step = 0; step <= setup.steps; ++step) {
-    if (step == 1) start = Clock::now();
-    model->zero_grad();
-    if (ddp) ddp->pre_forward();
-    auto [logits, loss] = model->forward(idx, idx, Reduction::mean, -1);
-    loss.backward();
-    if (ddp && step > 0) {
+  const bool interleave = setup.interleave && ddp;
+  double seconds[2] = {0, 0}, rank_cpu[2] = {0, 0}, process_cpu[2] = {0, 0}, comm = 0, hidden = 0;
+  timed_step(*model, ddp.get(), idx, true);  // warm-up
+  for (int step = 0; step < (interleave ? 2 : 1) * setup.steps; ++step) {
+    const bool sync = !interleave || step % 2 == 1;
+    const double rank0 = cpu_seconds(RUSAGE_THREAD), process0 = cpu_seconds(RUSAGE_SELF);
+    seconds[sync] += timed_step(*model, ddp.get(), idx, sync);
+    rank_cpu[sync] += cpu_seconds(RUSAGE_THREAD) - rank0;
+    process_cpu[sync] += cpu_seconds(RUSAGE_SELF) - process0;
+    if (ddp && sync) {
       comm += ddp->reducer().stats().comm_seconds;
       hidden += ddp->reducer().stats().hidden_seconds;
     }
   }
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double per_step = 1e3 / setup.steps;
   DdpResult r;
-  r.ms_per_step = 1e3 * seconds / setup.steps;
+  r.ms_per_step = per_step * seconds[1];
+  r.no_sync_ms_per_step = per_step * seconds[0];
+  r.rank_extra_cpu_ms = interleave ? per_step * (rank_cpu[1] - rank_cpu[0]) : 0;
+  r.comm_thread_cpu_ms = per_step * (process_cpu[1] - rank_cpu[1]);
+  r.buffers_lent = ddp ? ddp->reducer().stats().buffers_lent : 0;
   r.comm_ms = 1e3 * comm / setup.steps;
   r.hidden_fraction = comm > 0 ? hidden / comm : 0;
   r.buckets = ddp ? ddp->reducer().bucket_count() : 0;
@@ -98,6 +124,7 @@ DdpResult on_threads(const DdpSetup& setup) {
     DdpResult mine = train(group, setup);
     if (group.rank() == 0) result = mine;
   });
+  result.comm_thread_cpu_ms = -1;  // the process's CPU time includes the other rank's
   return result;
 }
 

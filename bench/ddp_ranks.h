@@ -16,6 +16,9 @@ struct DdpSetup {
   bool use_ddp = true;
   double bucket_cap_mb = 1;
   bool gradient_as_bucket_view = false;
+  // DDP only: steps alternate between no_sync (no communication) and synchronized ones, so
+  // both are timed within the same second of the host's drifting speed.
+  bool interleave = false;
 };
 
 struct DdpResult {
@@ -23,6 +26,14 @@ struct DdpResult {
   double comm_ms = 0;          // all-reduce time per step (BucketStats::comm_seconds)
   double hidden_fraction = 0;  // share of it that overlapped backward
   size_t buckets = 0;
+  // Interleaved runs (rank 0): the no_sync steps' mean, the extra CPU time of the rank's own
+  // thread in a synchronized step over a no_sync one (copies into buckets, launches), the CPU
+  // time of its other threads per synchronized step (communication), and how many buckets
+  // reduced a gradient where it lies in the last step.
+  double no_sync_ms_per_step = 0;
+  double rank_extra_cpu_ms = 0;
+  double comm_thread_cpu_ms = 0;
+  size_t buffers_lent = 0;
 };
 
 constexpr int kBatch = 4, kContext = 64, kVocab = 512;

@@ -56,7 +56,7 @@ std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& buck
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members,
                                               const std::vector<size_t>& order,
                                               size_t first_bucket_cap_bytes,
-                                              size_t bucket_cap_bytes) {
+                                              size_t bucket_cap_bytes, size_t alone_bytes) {
   struct Open {
     std::vector<size_t> members;
     size_t bytes = 0;
@@ -67,6 +67,12 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members
     const Tensor& m = members[i];
     auto key = std::make_pair(static_cast<int>(m.dtype()), m.device().str());
     Open& b = open[key];
+    if (m.nbytes() >= alone_bytes) {
+      if (!b.members.empty()) layout.push_back(std::move(b.members));
+      open.erase(key);
+      layout.push_back({i});
+      continue;
+    }
     size_t cap = layout.empty() ? first_bucket_cap_bytes : bucket_cap_bytes;
     b.members.push_back(i);
     b.bytes += m.nbytes();
@@ -135,7 +141,8 @@ Tensor BucketTransport::slot(size_t i) const {
 
 Tensor BucketTransport::replace_buffer(size_t b) {
   Bucket& bucket = buckets_.at(b);
-  RG_CHECK(!bucket.work, "BucketTransport::replace_buffer: bucket ", b, " is in flight");
+  RG_CHECK(!bucket.work && !bucket.adopted, "BucketTransport::replace_buffer: bucket ", b,
+           " is in flight or reduces a lent gradient");
   Tensor old = bucket.buffer;
   bucket.buffer = empty(old.shape(), old.dtype(), old.device());
   tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
@@ -143,6 +150,27 @@ Tensor BucketTransport::replace_buffer(size_t b) {
   if (used < old.numel())
     RG_KERNEL(old.device(), fill)(flat_slice(bucket.buffer, used, old.numel() - used), 0.0);
   return old;
+}
+
+void BucketTransport::adopt_buffer(size_t b, const Tensor& flat) {
+  Bucket& bucket = buckets_.at(b);
+  RG_CHECK(!bucket.work && !bucket.adopted && bucket.members.size() == 1 && flat.is_contiguous() &&
+               flat.numel() == bucket.buffer.numel() && flat.dtype() == bucket.buffer.dtype() &&
+               flat.device() == bucket.buffer.device(),
+           "BucketTransport::adopt_buffer: bucket ", b, " cannot reduce a tensor of ", flat.numel(),
+           " elements in place of its buffer of ", bucket.buffer.numel());
+  bucket.own_buffer = std::move(bucket.buffer);
+  bucket.buffer = flat;
+  bucket.adopted = true;
+}
+
+void BucketTransport::release_adopted(size_t b) {
+  Bucket& bucket = buckets_.at(b);
+  RG_CHECK(!bucket.work, "BucketTransport::release_adopted: bucket ", b, " is in flight");
+  if (!bucket.adopted) return;
+  bucket.buffer = std::move(bucket.own_buffer);
+  bucket.own_buffer = Tensor();
+  bucket.adopted = false;
 }
 
 int64_t BucketTransport::offset_in_bucket(size_t i) const {
@@ -180,10 +208,12 @@ void BucketTransport::poll_completions() {
 void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ended) {
   stats_.comm_seconds = 0;
   stats_.hidden_seconds = 0;
+  stats_.buffers_lent = 0;
   auto previous_end = started;
   for (size_t b = 0; b < next_to_launch_; ++b) {
     Bucket& bucket = buckets_[b];
     bucket.work->wait();
+    stats_.buffers_lent += bucket.adopted;
     if (!bucket.done_seen) bucket.done_at = Clock::now();
     // A bucket's communication starts when it launched or when the previous one finished.
     auto done = bucket.done_at;
@@ -203,9 +233,10 @@ void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ende
 }
 
 void BucketTransport::reset() {
-  for (auto& bucket : buckets_) {
-    bucket.pending = bucket.members.size();
-    bucket.work.reset();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].pending = buckets_[b].members.size();
+    buckets_[b].work.reset();
+    release_adopted(b);
   }
   next_to_launch_ = 0;
 }

@@ -13,6 +13,7 @@
 // the work done meanwhile (backward), for the stats and the timeline.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -40,14 +41,18 @@ struct BucketStats {
   uint64_t buckets_launched = 0;  // over the transport's life
   double comm_seconds = 0;        // last wait_all: sum over buckets
   double hidden_seconds = 0;      // last wait_all: communication that overlapped the caller's work
+  size_t buffers_lent = 0;        // last wait_all: buckets that reduced a lent gradient
 };
 
 // Members `order` (indices into `members`) grouped into buckets: per dtype and device, in
-// order, each closed once it holds at least its cap in bytes.
+// order, each closed once it holds at least its cap in bytes. A member of at least
+// `alone_bytes` closes the bucket being filled and gets one of its own (so that its gradient
+// can be reduced where it lies, see Reducer::adopt_gradient).
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<Tensor>& members,
                                               const std::vector<size_t>& order,
                                               size_t first_bucket_cap_bytes,
-                                              size_t bucket_cap_bytes);
+                                              size_t bucket_cap_bytes,
+                                              size_t alone_bytes = SIZE_MAX);
 
 class BucketTransport {
  public:
@@ -72,6 +77,14 @@ class BucketTransport {
   // Gives bucket b a new buffer of the same layout (its padding zeroed) and returns the old
   // one: the reducer hands finished slots to .grad as they are instead of copying them out.
   Tensor replace_buffer(size_t bucket);
+  // Bucket b, of one member, reduces `flat` (that member's data: contiguous, of the buffer's
+  // numel, dtype and device) in place of its buffer until release_adopted(b) or reset(): the
+  // reducer lends it a gradient that only its parameter holds instead of copying it in.
+  void adopt_buffer(size_t bucket, const Tensor& flat);
+  bool adopted(size_t bucket) const { return buckets_.at(bucket).adopted; }
+  // Bucket b reduces its own buffer again.
+  void release_adopted(size_t bucket);
+  size_t members_in(size_t bucket) const { return buckets_.at(bucket).members.size(); }
   // Member i's data is in its slot; returns whether that completed its bucket.
   bool mark_filled(size_t member);
   // Launches, in bucket order, every bucket not yet launched whose members are all in.
@@ -83,7 +96,8 @@ class BucketTransport {
   // Waits for every launched bucket in launch order. `started` is when the caller's
   // overlapping work began (backward), `ended` when it ended.
   void wait_all(Clock::time_point started, Clock::time_point ended);
-  // Every bucket back to empty for the next round (in-flight works are dropped).
+  // Every bucket back to empty for the next round (in-flight works are dropped, lent
+  // buffers released).
   void reset();
 
   size_t bucket_count() const { return buckets_.size(); }
@@ -93,7 +107,9 @@ class BucketTransport {
 
  private:
   struct Bucket {
-    Tensor buffer;                 // flat, one dtype and device
+    Tensor buffer;      // flat, one dtype and device
+    Tensor own_buffer;  // while `buffer` is a lent gradient (adopted)
+    bool adopted = false;
     std::vector<size_t> members;   // indices into the members given to assign()
     std::vector<int64_t> offsets;  // element offset of each member in buffer
     std::vector<int64_t> numels;

@@ -56,9 +56,11 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) old_grads[i] = params_[i].grad().clone();
   int64_t pad_multiple = options_.zero_stage == 1 ? group_.size() : 1;
+  // Members of half a bucket or more get buckets of their own, to be lent their gradients.
+  const size_t alone_bytes = lends_gradients() ? options_.bucket_cap_bytes / 2 : SIZE_MAX;
   transport_.assign(params_,
                     dist::plan_buckets(params_, order, options_.first_bucket_cap_bytes,
-                                       options_.bucket_cap_bytes),
+                                       options_.bucket_cap_bytes, alone_bytes),
                     pad_multiple);
   if (options_.gradient_as_bucket_view) {
     NoGradGuard no_grad;
@@ -73,6 +75,36 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
 void Reducer::prepare_for_forward() {
   RG_CHECK(error_.empty(), error_);
   if (backward_started_) reset_for_next_backward();  // a backward that threw half-way
+}
+
+namespace {
+// No tensor but this copy and the parameter's references the gradient, and no other tensor
+// its memory: replacing or changing it in place is unobservable.
+bool held_only_by_its_parameter(const Tensor& grad) {
+  return grad.defined() && grad.impl_ptr().use_count() == 2 && grad.storage().use_count() == 1;
+}
+}  // namespace
+
+bool Reducer::lends_gradients() const {
+  return !options_.gradient_as_bucket_view && options_.zero_stage == 0;
+}
+
+// A gradient lent to its bucket is averaged where it lies: neither the copy into the bucket
+// nor a hand-over at the end moves its bytes (the copy in was about 2 of the 5.5-6 ms of CPU
+// a synchronized step added in bench/ddp, docs/dist.md).
+bool Reducer::adopt_gradient(size_t i) {
+  const size_t b = transport_.bucket_of(i);
+  if (!lends_gradients() || transport_.members_in(b) != 1) return false;
+  Tensor grad = params_[i].grad();
+  const Tensor& buffer = transport_.buffer(b);
+  if (!held_only_by_its_parameter(grad) || !grad.is_contiguous() ||
+      grad.numel() != buffer.numel() || grad.dtype() != buffer.dtype() ||
+      !(grad.device() == buffer.device()))
+    return false;
+  NoGradGuard no_grad;
+  grad.mul_(1.0 / group_.size());
+  transport_.adopt_buffer(b, grad.reshape({-1}));
+  return true;
 }
 
 bool Reducer::scale_into_slot(size_t i) {
@@ -113,7 +145,7 @@ void Reducer::mark_ready(size_t i) {
   ready_[i] = true;
   ready_order_.push_back(i);
   transport_.poll_completions();
-  if (scale_into_slot(i) && options_.gradient_as_bucket_view)
+  if (!adopt_gradient(i) && scale_into_slot(i) && options_.gradient_as_bucket_view)
     params_[i].set_grad(transport_.slot(i).view(params_[i].shape()));
   if (options_.trace)
     options_.trace->instant(group_.rank(), "backward", "grad ready: " + names_[i], Clock::now());
@@ -204,26 +236,30 @@ void Reducer::fail_for_missing_gradients(const std::vector<std::string>& missing
   RG_FAIL(error_);
 }
 
-// A gradient that only its parameter references (no other tensor, no view of its memory:
-// zero_grad(set_to_none) then backward, PyTorch's default loop) is replaced by its slot
-// itself, and the slot's bucket gets a new buffer: nothing to copy, and nothing anyone holds
-// changes. Any other gradient receives the average in place, as before. (The copy back was a
-// quarter to a third of DDP's extra time per step on one core per rank, docs/dist.md.)
+// A gradient lent to its bucket already holds the average; the bucket takes its own buffer
+// back. A gradient that only its parameter references (no other tensor, no view of its
+// memory: zero_grad(set_to_none) then backward, PyTorch's default loop) is replaced by its
+// slot itself, and the slot's bucket gets a new buffer: nothing to copy, and nothing anyone
+// holds changes. Any other gradient receives the average in place, as before. (The copy back
+// was a quarter to a third of DDP's extra time per step on one core per rank, docs/dist.md.)
 void Reducer::write_averaged_gradients() {
   NoGradGuard no_grad;
   std::vector<bool> handed_over(transport_.bucket_count(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
+    const size_t b = transport_.bucket_of(i);
+    if (transport_.adopted(b)) {
+      transport_.release_adopted(b);
+      continue;
+    }
     Tensor averaged = transport_.slot(i).view(params_[i].shape());
     Tensor grad = params_[i].grad();
-    const bool only_the_parameters =  // this copy and the parameter's
-        grad.defined() && grad.impl_ptr().use_count() == 2 && grad.storage().use_count() == 1;
-    if (grad.defined() && !only_the_parameters) {
+    if (grad.defined() && !held_only_by_its_parameter(grad)) {
       grad.copy_(averaged);
       continue;
     }
     grad = Tensor();
     params_[i].set_grad(averaged);
-    handed_over[transport_.bucket_of(i)] = true;
+    handed_over[b] = true;
   }
   for (size_t b = 0; b < handed_over.size(); ++b)
     if (handed_over[b])

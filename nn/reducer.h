@@ -3,11 +3,14 @@
 //
 // Each parameter's post-accumulate-grad hook copies its gradient into its bucket slot,
 // scaled by 1/world in the same pass, and marks it filled; a bucket whose last gradient is
-// in is launched while backward goes on. At the end of backward (queue_callback) the
-// reducer finishes the iteration in phases: unused parameters, all buckets launched and
-// waited for, the averaged gradients written to .grad (a gradient that only its parameter
-// holds is replaced by its slot, and that bucket gets a new buffer), and — after the first
-// iteration — the buckets rebuilt once from the observed gradient-ready order, which rank 0
+// in is launched while backward goes on. A parameter of half a bucket or more gets a bucket
+// of its own, and when only it holds its fresh gradient, that gradient is lent to the bucket
+// instead (scaled in place, reduced where it lies: no copy in, none out); not with
+// gradient_as_bucket_view or ZeRO, whose buckets keep their own buffers. At the end of backward
+// (queue_callback) the reducer finishes the iteration in phases: unused parameters, all buckets
+// launched and waited for, the averaged gradients written to .grad (a gradient that only its
+// parameter holds is replaced by its slot, and that bucket gets a new buffer), and — after the
+// first iteration — the buckets rebuilt once from the observed gradient-ready order, which rank 0
 // broadcasts so that every rank builds the same buckets.
 //
 // Inside no_sync (require_sync = false) the hooks do nothing: gradients accumulate in .grad
@@ -93,6 +96,12 @@ class Reducer {
   void write_averaged_gradients();
   void rebuild_from_ready_order(std::vector<size_t> order);
   void reset_for_next_backward();
+  // Gradients may be lent to their buckets (reduced where they lie): neither
+  // gradient_as_bucket_view nor ZeRO, whose buckets must keep their own buffers.
+  bool lends_gradients() const;
+  // Lends .grad to its bucket when it is alone there and only its parameter holds it,
+  // scaled by 1/world in place; returns whether it did.
+  bool adopt_gradient(size_t param_index);
   // slot = grad * (1/world), in place when .grad already is the slot, zero without a .grad.
   // Returns whether it copied from a separate .grad.
   bool scale_into_slot(size_t param_index);

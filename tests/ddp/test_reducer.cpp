@@ -230,9 +230,13 @@ std::vector<Tensor> average_of_ranks(int step) {
   return sum;
 }
 
-double largest_difference(const Tensor& a, const Tensor& b) {
-  return amax(abs(sub(a, b))).item();
+// Step s of rank r in the tests below: input ones * (r + 1 + s), after zero_grad if `zero`.
+void train_step(nn::Module& model, nn::DistributedDataParallel& ddp, int rank, int s, bool zero) {
+  if (zero) model.zero_grad();
+  ddp.forward(mul(ones({2, 16}), double(rank + 1 + s))).sum().backward();
 }
+
+double largest_difference(const Tensor& a, const Tensor& b) { return amax(abs(sub(a, b))).item(); }
 
 }  // namespace
 
@@ -246,11 +250,7 @@ TEST_CASE("without gradient_as_bucket_view, a gradient only its parameter holds 
         auto model = mlp({16, 32, 4});
         nn::DistributedDataParallel ddp(model, group);
         auto params = model->parameters();
-        const double input = group.rank() + 1;
-        auto step = [&](int s, bool zero) {
-          if (zero) model->zero_grad();
-          ddp.forward(mul(ones({2, 16}), input + s)).sum().backward();
-        };
+        auto step = [&](int s, bool zero) { train_step(*model, ddp, group.rank(), s, zero); };
         step(0, true);
         auto want = average_of_ranks(0);
         size_t in_first = 0;
@@ -271,6 +271,47 @@ TEST_CASE("without gradient_as_bucket_view, a gradient only its parameter holds 
         CHECK(params[0].grad().is_same(held));
         auto more = average_of_ranks(2);
         CHECK(largest_difference(held, add(want[0], more[0])) < 1e-5);
+      },
+      quick());
+}
+
+TEST_CASE("a gradient alone in its bucket and held only by its parameter is averaged in place") {
+  // bucket_cap_mb 0.003 (3145 bytes): a member of half of it or more gets a bucket of its
+  // own, here the first layer's 32 x 16 weight (2048 bytes); its fresh gradient is lent to
+  // that bucket and reduced where it lies (no copy in, no hand-over).
+  dist::run_threads(
+      2,
+      [](dist::ProcessGroup& group) {
+        auto model = mlp({16, 32, 4});
+        nn::DDPOptions o;
+        o.bucket_cap_mb = 0.003;
+        nn::DistributedDataParallel ddp(model, group, o);
+        auto params = model->parameters();
+        const void* produced = nullptr;  // the weight gradient's memory as backward made it
+        register_post_accumulate_grad_hook(
+            params[0], [&](const Tensor& p) { produced = p.grad().data_ptr(); });
+        auto layout = ddp.reducer().bucket_assignment();
+        size_t alone = 0;
+        for (auto& b : layout) alone += b == std::vector<size_t>{0};
+        CHECK(alone == 1);
+        auto step = [&](int s, bool zero) { train_step(*model, ddp, group.rank(), s, zero); };
+        step(0, true);
+        auto want = average_of_ranks(0);
+        for (size_t k = 0; k < params.size(); ++k)
+          CHECK(largest_difference(params[k].grad(), want[k]) < 1e-6);
+        CHECK(params[0].grad().data_ptr() == produced);  // averaged where backward left it
+        CHECK(ddp.reducer().stats().buffers_lent == 1);
+        Tensor kept = params[0].grad(), kept_values = kept.clone();
+        step(1, false);  // `kept` holds it too: the average is copied back into it instead
+        CHECK(ddp.reducer().stats().buffers_lent == 0);
+        CHECK(params[0].grad().is_same(kept));
+        auto more = average_of_ranks(1);
+        CHECK(largest_difference(kept, add(kept_values, more[0])) < 1e-5);
+        Tensor old = kept.clone();
+        step(2, true);  // the next fresh gradient is lent again; `kept` is left alone
+        CHECK(ddp.reducer().stats().buffers_lent == 1);
+        CHECK(largest_difference(kept, old) == 0);
+        CHECK(largest_difference(params[0].grad(), average_of_ranks(2)[0]) < 1e-6);
       },
       quick());
 }

@@ -11,6 +11,7 @@
 #include "dist/bucket_transport.h"
 #include "dist/buffer_math.h"
 #include "dist/threads_group.h"
+#include "ops/ops.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -66,6 +67,52 @@ TEST_CASE("plan_buckets: in order, per dtype, closed at the caps (the first one 
   REQUIRE(layout.size() == 4);
   CHECK(layout[0] == std::vector<size_t>{4});
   CHECK(layout[1] == std::vector<size_t>{3, 1});
+}
+
+TEST_CASE("plan_buckets: a member of at least alone_bytes gets a bucket of its own, in order") {
+  std::vector<Tensor> members{empty({4}), empty({64}), empty({4}), empty({32}, DType::f64),
+                              empty({4})};  // 16, 256, 16, 256 (f64), 16 bytes
+  auto layout = plan_buckets(members, {4, 3, 2, 1, 0}, 1000, 1000, 256);
+  // 4 opens a bucket; 3 (alone) leaves it open (another dtype); 2 joins 4; 1 (alone) closes
+  // that bucket first; 0 is left over.
+  REQUIRE(layout.size() == 4);
+  CHECK(layout[0] == std::vector<size_t>{3});
+  CHECK(layout[1] == std::vector<size_t>{4, 2});
+  CHECK(layout[2] == std::vector<size_t>{1});
+  CHECK(layout[3] == std::vector<size_t>{0});
+  // Without alone_bytes, the caps alone decide.
+  CHECK(plan_buckets(members, {4, 3, 2, 1, 0}, 1000, 1000).size() == 2);
+}
+
+TEST_CASE("BucketTransport: a lent tensor is reduced in place of the buffer, then given back") {
+  CHECK_NOTHROW(run_threads(2, [](ProcessGroup& pg) {
+    const int r = pg.rank();
+    std::vector<Tensor> members{empty({3})};
+    BucketTransport transport(pg, allreduce_hook, nullptr);
+    transport.assign(members, {{0}});
+    const Tensor own = transport.buffer(0);
+    Tensor lent = full({3}, double(r + 1));
+    bool refused = false;
+    try {
+      transport.adopt_buffer(0, empty({4}));
+    } catch (const Error& e) {
+      refused = std::string(e.what()).find("a tensor of 4 elements") != std::string::npos;
+    }
+    RG_CHECK(refused, "a tensor of another size is refused, named");
+    transport.adopt_buffer(0, lent);
+    RG_CHECK(transport.adopted(0) && transport.slot(0).data_ptr() == lent.data_ptr(), "lent");
+    RG_CHECK(transport.mark_filled(0), "complete");
+    transport.launch_ready();
+    auto now = BucketTransport::Clock::now();
+    transport.wait_all(now, now);
+    RG_CHECK(lent.to_vector<float>() == std::vector<float>(3, 3.0f), "sum in the lent tensor");
+    RG_CHECK(transport.stats().buffers_lent == 1, "counted");
+    transport.release_adopted(0);
+    RG_CHECK(!transport.adopted(0) && transport.buffer(0).data_ptr() == own.data_ptr(), "back");
+    transport.adopt_buffer(0, lent);
+    transport.reset();  // a round given up half-way gives the lent tensor back too
+    RG_CHECK(!transport.adopted(0) && transport.buffer(0).data_ptr() == own.data_ptr(), "reset");
+  }));
 }
 
 TEST_CASE("BucketTransport: slots, launches strictly in bucket order, averaged results") {

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <exception>
 #include <new>
 
@@ -69,10 +70,28 @@ bool ChunkPool::run_one_chunk(uint32_t generation) {
   return true;
 }
 
+// The generation of a job posted after `seen`, watched for kSpinFor before giving up (then
+// `seen`): a training step's ops call parallel_for back to back, microseconds apart, and a
+// worker asleep on the condition variable wakes too late to take a chunk of a short one.
+uint32_t ChunkPool::spin_for_job(uint32_t seen) const {
+  const auto until = std::chrono::steady_clock::now() + kSpinFor;
+  for (int round = 1;; ++round) {
+    const auto generation = static_cast<uint32_t>(ticket_.load(std::memory_order_acquire) >> 32);
+    if (generation != seen) return generation;
+    if (round % 32 == 0 && std::chrono::steady_clock::now() >= until) return seen;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
 void ChunkPool::worker_loop() {
   uint32_t seen = 0;
   for (;;) {
-    {
+    const uint32_t spotted = spin_for_job(seen);
+    if (spotted != seen) {
+      seen = spotted;
+    } else {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || posted_ != seen; });
       if (stop_) return;

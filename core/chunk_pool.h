@@ -4,13 +4,17 @@
 // runs chunks too and then waits only until every chunk that was claimed has finished. A
 // worker that is descheduled when a job is posted (another process holds its core) finds the
 // job closed when it runs and claims nothing, so it costs the job no time, where an OpenMP
-// region's end barrier waits for every thread of its team.
+// region's end barrier waits for every thread of its team. A worker that finishes a job
+// watches the ticket for the next one for kSpinFor (50 µs) before it sleeps, as OpenMP's
+// threads spin between regions: a training step's ops follow each other microseconds apart,
+// and a sleeping worker woke too late to share a short one.
 // fork(): a child has none of its parent's threads, only copies of the pool's state (a mutex
 // may even be locked). A pool used in a forked child forgets the workers it inherited (their
 // std::thread objects are leaked, never joined) and starts afresh; one destroyed there does
 // not join them either. Forked rank processes and benches can therefore use it freely.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -38,6 +42,8 @@ class ChunkPool {
   void worker_loop();
   void forget_inherited_workers();          // in a forked child: the workers are the parent's
   bool run_one_chunk(uint32_t generation);  // false: the job is closed or fully claimed
+  static constexpr std::chrono::microseconds kSpinFor{50};
+  uint32_t spin_for_job(uint32_t seen) const;
 
   uint64_t fork_epoch_;  // fork_epoch() when the workers were started
   std::vector<std::thread> workers_;

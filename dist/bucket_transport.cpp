@@ -141,7 +141,7 @@ Tensor BucketTransport::slot(size_t i) const {
 
 Tensor BucketTransport::replace_buffer(size_t b) {
   Bucket& bucket = buckets_.at(b);
-  RG_CHECK(!bucket.work && !bucket.adopted, "BucketTransport::replace_buffer: bucket ", b,
+  RG_CHECK(!bucket.work && !adopted(b), "BucketTransport::replace_buffer: bucket ", b,
            " is in flight or reduces a lent gradient");
   Tensor old = bucket.buffer;
   bucket.buffer = empty(old.shape(), old.dtype(), old.device());
@@ -152,25 +152,28 @@ Tensor BucketTransport::replace_buffer(size_t b) {
   return old;
 }
 
+bool BucketTransport::can_adopt(size_t b, const Tensor& t) const {
+  const Bucket& bucket = buckets_.at(b);
+  return !bucket.work && !adopted(b) && bucket.members.size() == 1 && t.is_contiguous() &&
+         t.numel() == bucket.buffer.numel() && t.dtype() == bucket.buffer.dtype() &&
+         t.device() == bucket.buffer.device();
+}
+
 void BucketTransport::adopt_buffer(size_t b, const Tensor& flat) {
-  Bucket& bucket = buckets_.at(b);
-  RG_CHECK(!bucket.work && !bucket.adopted && bucket.members.size() == 1 && flat.is_contiguous() &&
-               flat.numel() == bucket.buffer.numel() && flat.dtype() == bucket.buffer.dtype() &&
-               flat.device() == bucket.buffer.device(),
-           "BucketTransport::adopt_buffer: bucket ", b, " cannot reduce a tensor of ", flat.numel(),
-           " elements in place of its buffer of ", bucket.buffer.numel());
+  RG_CHECK(can_adopt(b, flat), "BucketTransport::adopt_buffer: bucket ", b,
+           " cannot reduce a tensor of ", flat.numel(), " elements in place of its buffer of ",
+           buckets_.at(b).buffer.numel());
+  Bucket& bucket = buckets_[b];
   bucket.own_buffer = std::move(bucket.buffer);
   bucket.buffer = flat;
-  bucket.adopted = true;
 }
 
 void BucketTransport::release_adopted(size_t b) {
   Bucket& bucket = buckets_.at(b);
   RG_CHECK(!bucket.work, "BucketTransport::release_adopted: bucket ", b, " is in flight");
-  if (!bucket.adopted) return;
+  if (!adopted(b)) return;
   bucket.buffer = std::move(bucket.own_buffer);
   bucket.own_buffer = Tensor();
-  bucket.adopted = false;
 }
 
 int64_t BucketTransport::offset_in_bucket(size_t i) const {
@@ -213,7 +216,7 @@ void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ende
   for (size_t b = 0; b < next_to_launch_; ++b) {
     Bucket& bucket = buckets_[b];
     bucket.work->wait();
-    stats_.buffers_lent += bucket.adopted;
+    stats_.buffers_lent += adopted(b);
     if (!bucket.done_seen) bucket.done_at = Clock::now();
     // A bucket's communication starts when it launched or when the previous one finished.
     auto done = bucket.done_at;

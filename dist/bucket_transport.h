@@ -81,10 +81,11 @@ class BucketTransport {
   // numel, dtype and device) in place of its buffer until release_adopted(b) or reset(): the
   // reducer lends it a gradient that only its parameter holds instead of copying it in.
   void adopt_buffer(size_t bucket, const Tensor& flat);
-  bool adopted(size_t bucket) const { return buckets_.at(bucket).adopted; }
+  // Whether adopt_buffer(b, t) would take t (t's shape aside: it lends t's data flat).
+  bool can_adopt(size_t bucket, const Tensor& t) const;
+  bool adopted(size_t bucket) const { return buckets_.at(bucket).own_buffer.defined(); }
   // Bucket b reduces its own buffer again.
   void release_adopted(size_t bucket);
-  size_t members_in(size_t bucket) const { return buckets_.at(bucket).members.size(); }
   // Member i's data is in its slot; returns whether that completed its bucket.
   bool mark_filled(size_t member);
   // Launches, in bucket order, every bucket not yet launched whose members are all in.
@@ -107,9 +108,8 @@ class BucketTransport {
 
  private:
   struct Bucket {
-    Tensor buffer;      // flat, one dtype and device
-    Tensor own_buffer;  // while `buffer` is a lent gradient (adopted)
-    bool adopted = false;
+    Tensor buffer;                 // flat, one dtype and device
+    Tensor own_buffer;             // defined while `buffer` is a lent gradient (adopted)
     std::vector<size_t> members;   // indices into the members given to assign()
     std::vector<int64_t> offsets;  // element offset of each member in buffer
     std::vector<int64_t> numels;

@@ -94,12 +94,8 @@ bool Reducer::lends_gradients() const {
 // a synchronized step added in bench/ddp, docs/dist.md).
 bool Reducer::adopt_gradient(size_t i) {
   const size_t b = transport_.bucket_of(i);
-  if (!lends_gradients() || transport_.members_in(b) != 1) return false;
   Tensor grad = params_[i].grad();
-  const Tensor& buffer = transport_.buffer(b);
-  if (!held_only_by_its_parameter(grad) || !grad.is_contiguous() ||
-      grad.numel() != buffer.numel() || grad.dtype() != buffer.dtype() ||
-      !(grad.device() == buffer.device()))
+  if (!lends_gradients() || !held_only_by_its_parameter(grad) || !transport_.can_adopt(b, grad))
     return false;
   NoGradGuard no_grad;
   grad.mul_(1.0 / group_.size());

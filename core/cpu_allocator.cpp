@@ -5,6 +5,9 @@
 // lists keyed by a rounded size class and handed out again; the lists are intrusive, so the
 // free path never allocates. Blocks are 64-byte aligned;
 // blocks of 2 MiB and more are 2 MiB aligned and advised to use transparent huge pages.
+// Once a process group asks for it, large blocks come from the shareable arena instead
+// (core/shareable_host_memory.h), cached in lists of their own.
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <array>
@@ -14,6 +17,7 @@
 
 #include "core/device_interface.h"
 #include "core/error.h"
+#include "core/shareable_host_memory.h"
 
 namespace rg {
 namespace {
@@ -53,22 +57,26 @@ struct FreeBlock {
 
 struct CpuCachingAllocator {
   std::mutex mutex;
-  std::array<FreeBlock*, kNumClasses> free_lists{};  // class index -> cached blocks
+  std::array<FreeBlock*, kNumClasses> free_lists{};   // class index -> cached blocks
+  std::array<FreeBlock*, kNumClasses> arena_lists{};  // the same, for shareable arena blocks
   AllocatorStats stats;
 
   void* allocate(size_t nbytes) {
     RG_CHECK(nbytes <= (size_t(1) << 62), "cpu allocator: out of memory allocating ", nbytes,
              " bytes (more than any machine has)");
     SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
+    const bool shareable = shareable_arena::wants(cls.bytes);
+    auto& lists = shareable ? arena_lists : free_lists;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (FreeBlock* block = free_lists[cls.index]) {
-        free_lists[cls.index] = block->next;
+      if (FreeBlock* block = lists[cls.index]) {
+        lists[cls.index] = block->next;
         note_alloc(cls.bytes);
         return block;
       }
     }
-    void* p = system_allocate(cls.bytes);
+    void* p = shareable ? shareable_arena::allocate(cls.bytes) : nullptr;
+    if (p == nullptr) p = system_allocate(cls.bytes);
     if (p == nullptr) {  // give the cached blocks back to the system, then try once more
       empty_cache();
       p = system_allocate(cls.bytes);
@@ -91,9 +99,10 @@ struct CpuCachingAllocator {
   void deallocate(void* p, size_t nbytes) noexcept {
     SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
     auto* block = static_cast<FreeBlock*>(p);
+    auto& lists = shareable_arena::contains(p) ? arena_lists : free_lists;
     std::lock_guard<std::mutex> lock(mutex);
-    block->next = free_lists[cls.index];
-    free_lists[cls.index] = block;
+    block->next = lists[cls.index];
+    lists[cls.index] = block;
     stats.allocated -= cls.bytes;
   }
 
@@ -110,6 +119,9 @@ struct CpuCachingAllocator {
         stats.reserved -= class_bytes(index);
         std::free(block);
       }
+      // Arena blocks keep their addresses (and stay reserved); their pages go back.
+      for (FreeBlock* block = arena_lists[index]; block; block = block->next)
+        shareable_arena::release_pages(block, class_bytes(index));
     }
   }
 
@@ -122,7 +134,12 @@ struct CpuCachingAllocator {
 };
 
 CpuCachingAllocator& cpu_allocator() {
-  static auto* a = new CpuCachingAllocator();  // never destroyed: tensors may outlive main
+  static auto* a = [] {
+    // A forked child's arena blocks are its private copy (core/shareable_host_memory.cpp):
+    // its cached ones must not be handed out as shareable when it makes an arena of its own.
+    pthread_atfork(nullptr, nullptr, [] { cpu_allocator().arena_lists.fill(nullptr); });
+    return new CpuCachingAllocator();
+  }();  // never destroyed: tensors may outlive main
   return *a;
 }
 

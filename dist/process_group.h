@@ -53,8 +53,10 @@ Milliseconds default_timeout();
 // else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
 size_t default_direct_bytes();
 // RG_DIST_SINGLE_COPY_BYTES (a whole number of bytes, 0 turns the single-copy path off) when
-// set, else 2 MiB (the crossover measured with bench/allreduce, see docs/dist.md).
+// set, else 32 KiB; RG_DIST_SINGLE_COPY_READ_BYTES likewise, else 2 MiB (the crossovers
+// measured with bench/allreduce, see docs/dist.md).
 size_t default_single_copy_bytes();
+size_t default_single_copy_read_bytes();
 
 struct Options {
   // How long any rank waits for another to send or receive before the group fails.
@@ -64,9 +66,14 @@ struct Options {
   // All-reduces of at most this many bytes, and barriers, skip the ring for a direct
   // exchange: one message step instead of 2 (N-1) (dist/ring_allreduce.cpp). 0: never.
   size_t direct_bytes = default_direct_bytes();
-  // All-reduces of at least this many bytes between ranks of one host read the peers'
-  // buffers directly, one copy per byte (dist/single_copy_allreduce.cpp). 0: never.
+  // All-reduces of at least this many bytes between ranks of one host reach the peers'
+  // buffers directly, one copy per byte (dist/single_copy_allreduce.cpp), where every
+  // buffer lies in its process's shareable arena (core/shareable_host_memory.h: blocks of
+  // this size allocated after the group was made) or the ranks are threads. 0: never.
   size_t single_copy_bytes = default_single_copy_bytes();
+  // From this many bytes also where some buffer does not (such a buffer is read with
+  // process_vm_readv, which costs more per byte, so it pays only for larger buffers).
+  size_t single_copy_read_bytes = default_single_copy_read_bytes();
   // false: this rank refuses to have its memory read by its peers (every rank then takes
   // the ring instead of the single-copy path, as when the kernel forbids such reads).
   bool allow_peer_reads = true;
@@ -165,6 +172,10 @@ class ProcessGroup {
   uint64_t single_copy_collectives() const {
     return single_copy_done_.load(std::memory_order_relaxed);
   }
+  // Peers' buffers those all-reduces read with plain loads (one per peer per all-reduce): a
+  // peer in this process, or whose buffer lies in its shareable arena, mapped here
+  // (core/shareable_host_memory.h). The others were read with process_vm_readv.
+  uint64_t peer_buffers_loaded() const { return peer_loads_.load(std::memory_order_relaxed); }
 
   // ---- the message layer the algorithms are written over. `env` travels with the message
   // and must equal the receiver's; user p2p uses tags >= 0, collectives use kCollectiveTag.
@@ -203,6 +214,7 @@ class ProcessGroup {
   void set_peer_reads(PeerReads verdict) { peer_reads_ = verdict; }
   // Called by each single-copy all-reduce that completes (read by single_copy_collectives()).
   void count_single_copy() { single_copy_done_.fetch_add(1, std::memory_order_relaxed); }
+  void count_peer_loads() { peer_loads_.fetch_add(1, std::memory_order_relaxed); }
   virtual bool send_exchange(const Tensor& mine, const Envelope& env);
   virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);
   // Waits for a message op of a collective; past options().timeout the group fails with an
@@ -271,6 +283,7 @@ class ProcessGroup {
   std::atomic<uint64_t> issued_[kNumCollectives] = {};
   std::atomic<uint64_t> lean_issued_{0};
   std::atomic<uint64_t> single_copy_done_{0};
+  std::atomic<uint64_t> peer_loads_{0};
   PeerReads peer_reads_ = PeerReads::untested;
   uint64_t next_seq_ = 1;
 

@@ -28,8 +28,8 @@
 // reduces the N inputs in rank order (input 0, then + input 1, + input 2, ...), so every rank
 // does the same additions in the same order and ends with the same bits. One message step
 // instead of 2 (N-1), for (N-1) times the buffer sent per rank instead of 2 (N-1)/N times it.
-// Large buffers (from Options::single_copy_bytes) between ranks of one host take the
-// single-copy path where the ranks may read each other's memory (single_copy_allreduce.cpp).
+// Larger buffers (from Options::single_copy_bytes) between ranks of one host take the
+// single-copy path where the ranks may reach each other's memory (single_copy_allreduce.cpp).
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
@@ -183,7 +183,7 @@ void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const 
     return direct_allreduce(pg, buf, op, env);
   if (!single_copy_eligible(pg, buf)) return ring_allreduce(pg, buf, op, env);
   in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) {
-    if (!single_copy_allreduce(pg, work, op, env)) ring_in_place(pg, work, op, env);  // refused
+    if (!single_copy_allreduce(pg, work, op, env)) ring_in_place(pg, work, op, env);  // declined
   });
 }
 

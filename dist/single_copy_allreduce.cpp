@@ -1,34 +1,42 @@
-// Single-copy all-reduce: ranks on one host read each other's buffers with process_vm_readv
-// (Linux cross-memory attach; the kernel copies straight from the peer's pages), so each
+// Single-copy all-reduce: ranks on one host reach each other's buffers directly, so each
 // byte crosses between ranks once. Through the shared-memory rings it is copied twice (into
-// a ring, out of it), in both halves of the ring all-reduce. Open MPI's shared-memory
-// transport makes the same choice for large messages (btl vader, single_copy_mechanism cma).
+// a ring, out of it), in both halves of the ring all-reduce. Two ways to reach a peer:
+//   - loads and stores: the peer's buffer lies in its shareable arena (a memory file, core/
+//     shareable_host_memory.h) that this process has mapped (dist/peer_arena.cpp), or the
+//     peer is a thread of this process. Plain loads, no system call per read.
+//   - process_vm_readv (Linux cross-memory attach; the kernel copies straight from the
+//     peer's pages), for any other buffer, as Open MPI's shared-memory transport does for
+//     large messages (btl vader, single_copy_mechanism cma).
 //
 // The buffer is cut into N segments as the ring cuts it (the first count % N one element
-// longer); rank r owns segment r. Three rounds of small messages, each a direct exchange
-// with every peer, order the reads:
+// longer); rank r owns segment r. Message rounds, each a direct exchange with every peer,
+// order the accesses:
 //   1. describe: every rank sends (process id, buffer address, byte count, probe address,
-//      probe value) to every peer. Its buffer is ready to be read from then on.
-//   2. reduce: rank r reads segment r of every peer's buffer, a chunk at a time, into a
-//      bounce buffer small enough to stay in the core's cache, and folds it into its own
-//      segment r (own input, then the peers' in rank order). Then it sends "reduced".
-//   3. gather: with "reduced" from every peer, rank r reads each segment k != r from its
-//      owner k straight into its own buffer, then sends "done". It returns once every peer
-//      said "done": nobody reads its buffer any more, so the caller may change it.
-// Peers read only segments that their owner no longer writes (segment q of rank r's buffer
-// is read by q in step 2, while r writes only segment r; step 3 reads completed segments).
+//      probe value, arena file, inode and offset) to every peer. Its buffer is ready from
+//      then on.
+//   2. reduce: rank r folds segment r of every peer's buffer into its own segment r, a chunk
+//      at a time (own input, then the peers' in rank order), loading it in place or reading
+//      it into a bounce buffer small enough to stay in the core's cache; each reduced chunk,
+//      still in cache, is then stored into segment r of every peer it can store into.
+//   3. reduced: every rank sends which peers it stored into. With them all, rank r reads
+//      each segment k that its owner did not store into its buffer, with process_vm_readv.
+//   4. done (only where some rank read in step 3): once every peer said "done", nobody reads
+//      this rank's buffer any more, and it returns.
+// Peers touch only segments that their owner no longer writes (in step 2 rank r writes only
+// segment r, its own and the peers'; step 3 reads completed segments).
 //
-// First use: the ranks may not be allowed to read each other (ptrace restrictions such as
+// First use: the ranks may not be allowed to reach each other (ptrace restrictions such as
 // Yama's ptrace_scope, different PID namespaces, another user). Step 1 then also carries a
-// probe: each rank reads every peer's probe word, compares it with the value described, and
-// votes; a second round shares the votes, so every rank takes the same decision. Refused
-// (or Options::allow_peer_reads false on any rank): the ring, for this and later collectives.
+// probe: each rank reads every peer's probe word (threads of this process pass), compares it
+// with the value described, and votes; a second round shares the votes, so every rank takes
+// the same decision. Refused (or Options::allow_peer_reads false on any rank): the ring, for
+// this and later collectives. An arena that cannot be mapped just means process_vm_readv.
 //
 // Determinism: segment k is reduced by rank k alone, always in the same order, and copied
 // bit for bit: every rank ends with the same bits, and reruns repeat them. Failure: the
 // message rounds name a peer that dies or stops answering (within the timeout); a read of a
-// peer that went away fails naming it; a description that does not match this collective is
-// reported and never read.
+// peer that went away fails naming it (a mapped arena stays valid after its process exits);
+// a description that does not match this collective is reported and never read.
 #include "dist/single_copy_allreduce.h"
 
 #include <sys/uio.h>
@@ -40,8 +48,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
 #include "dist/combine_bytes.h"
+#include "dist/peer_arena.h"
 
 namespace rg::dist {
 namespace {
@@ -51,7 +61,17 @@ namespace {
 constexpr size_t kChunkBytes = 128 << 10;
 
 // The words of a rank's description (int64 each).
-enum Word { kPid, kAddress, kBytes, kProbeAddress, kProbeValue, kWords };
+enum Word {
+  kPid,
+  kAddress,
+  kBytes,
+  kProbeAddress,
+  kProbeValue,
+  kArenaFd,
+  kArenaInode,
+  kArenaOffset,  // where the buffer lies in a shareable arena, or -1
+  kWords
+};
 // The message rounds; the stage travels as the envelope's root (which an all-reduce does not
 // use; the tag must stay the collectives' own), so a rank in another round, or running the
 // ring, is reported instead of read.
@@ -76,8 +96,9 @@ class SingleCopy {
     bytes_ = work.nbytes();
     segment_ = uneven_segments(work.numel(), n_);
     for (int64_t& offset : segment_) offset *= static_cast<int64_t>(itemsize(dtype_));
-    // One scratch call: descriptions of the N ranks and this one's, then N + 1 votes.
-    words_ = pg.scratch(2, (n_ + 1) * (kWords + 1), DType::i64, kCPU);
+    // One scratch call: descriptions of the N ranks and this one's, N + 1 votes, and the
+    // N + 1 rows of which peers each rank wrote its segment into.
+    words_ = pg.scratch(2, (n_ + 1) * (kWords + 1 + n_), DType::i64, kCPU);
     bounce_ = static_cast<char*>(pg.scratch_bytes(3, kChunkBytes, kCPU).data_ptr());
   }
 
@@ -85,16 +106,21 @@ class SingleCopy {
     describe_buffers();
     if (pg_.peer_reads() == PeerReads::untested) agree();
     if (pg_.peer_reads() != PeerReads::agreed) return false;
+    const size_t read_from = pg_.options().single_copy_read_bytes;
+    if ((read_from == 0 || bytes_ < read_from) && !all_loadable()) return false;  // the ring
+    find_loadable_peers();
     reduce_own_segment();
-    round(kReduced);
+    share_pushes();
     gather();
-    round(kDone);
+    if (!everyone_pushed()) round(kDone);
     return true;
   }
 
  private:
   int64_t* word(int rank) { return static_cast<int64_t*>(words_.data_ptr()) + rank * kWords; }
   int64_t* vote(int rank) { return word(n_ + 1) + rank; }
+  int64_t* pushed(int rank) { return vote(n_ + 1) + rank * n_; }  // row of N words
+  int64_t words_before(const int64_t* w) { return w - static_cast<int64_t*>(words_.data_ptr()); }
   Envelope stage_envelope(Stage stage, int64_t words) const {
     Envelope e = env_;
     e.dtype = DType::i64, e.count = words, e.root = stage;
@@ -111,6 +137,10 @@ class SingleCopy {
     mine[kProbeAddress] =
         allow ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue])) : 0;
     mine[kProbeValue] = static_cast<int64_t>(probe_value(&mine[kProbeValue]));
+    const ShareableLocation at = allow ? shareable_location(base_, bytes_) : ShareableLocation{};
+    mine[kArenaFd] = at.fd;
+    mine[kArenaInode] = static_cast<int64_t>(at.inode);
+    mine[kArenaOffset] = at.offset;
     pg_.exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
                           flat_slice(words_, 0, n_ * kWords), stage_envelope(kDescribe, kWords));
     for (int q = 0; q < n_; ++q)
@@ -124,7 +154,7 @@ class SingleCopy {
   void agree() {
     bool yes = pg_.options().allow_peer_reads;
     for (int q = 0; q < n_ && yes; ++q) {
-      if (q == r_) continue;
+      if (q == r_ || word(q)[kPid] == getpid()) continue;  // a thread of this process
       int64_t seen = 0;
       yes = word(q)[kProbeAddress] != 0 &&
             try_read(q, word(q)[kProbeAddress], &seen, sizeof seen) == sizeof seen &&
@@ -135,6 +165,53 @@ class SingleCopy {
                           flat_slice(words_, (n_ + 1) * kWords, n_), stage_envelope(kVote, 1));
     for (int q = 0; q < n_; ++q) yes = yes && (q == r_ || *vote(q) == 1);
     pg_.set_peer_reads(yes ? PeerReads::agreed : PeerReads::refused);
+  }
+
+  // Whether every rank's buffer lies in a shareable arena, or all ranks are threads of one
+  // process: decided from the descriptions alone, so every rank answers alike.
+  bool all_loadable() {
+    bool one_process = true, in_arenas = true;
+    for (int k = 0; k < n_; ++k) {
+      const int64_t* w = word(k == r_ ? n_ : k);
+      one_process = one_process && w[kPid] == getpid();
+      in_arenas = in_arenas && w[kArenaOffset] >= 0;
+    }
+    return one_process || in_arenas;
+  }
+
+  // Peers whose buffer this rank can load from and store into: its own process (the
+  // threads backend), or a mapped shareable arena. The others are read with
+  // process_vm_readv.
+  void find_loadable_peers() {
+    loadable_.assign(n_, nullptr);
+    for (int q = 0; q < n_; ++q) {
+      const int64_t* w = word(q);
+      if (q == r_) continue;
+      if (w[kPid] == getpid())
+        loadable_[q] = reinterpret_cast<char*>(static_cast<uintptr_t>(w[kAddress]));
+      else if (w[kArenaOffset] >= 0)
+        loadable_[q] = map_peer_arena(w[kPid], w[kArenaFd], static_cast<uint64_t>(w[kArenaInode]),
+                                      w[kArenaOffset], bytes_);
+      if (loadable_[q] != nullptr) pg_.count_peer_loads();
+    }
+  }
+
+  // The "reduced" round: each rank tells which peers it wrote its segment into.
+  void share_pushes() {
+    for (int q = 0; q < n_; ++q) pushed(n_)[q] = loadable_[q] != nullptr;
+    pg_.exchange_with_all(flat_slice(words_, words_before(pushed(n_)), n_),
+                          flat_slice(words_, words_before(pushed(0)), n_ * n_),
+                          stage_envelope(kReduced, n_));
+    for (int q = 0; q < n_; ++q) pushed(r_)[q] = pushed(n_)[q];
+  }
+
+  // Every rank wrote its segment into every peer: nobody reads a peer's buffer after the
+  // "reduced" round, so the "done" round is not needed (every rank decides alike).
+  bool everyone_pushed() {
+    for (int k = 0; k < n_; ++k)
+      for (int q = 0; q < n_; ++q)
+        if (q != k && pushed(k)[q] != 1) return false;
+    return true;
   }
 
   // A message round without payload: returns once every peer has sent its `stage` message.
@@ -150,15 +227,21 @@ class SingleCopy {
       const size_t len = std::min<int64_t>(kChunkBytes, segment_[r_ + 1] - at);
       for (int k = 0; k < n_; ++k) {
         if (k == r_) continue;
-        read(k, at, bounce_, len);
-        combine_bytes(base_ + at, bounce_, static_cast<int64_t>(len) / item, dtype_, op_);
+        const char* incoming = loadable_[k] ? loadable_[k] + at : bounce_;
+        if (!loadable_[k]) read(k, at, bounce_, len);
+        combine_bytes(base_ + at, incoming, static_cast<int64_t>(len) / item, dtype_, op_);
       }
+      // The reduced chunk, still in this core's cache, into the peers this rank can write.
+      for (int q = 0; q < n_; ++q)
+        if (loadable_[q]) std::memcpy(loadable_[q] + at, base_ + at, len);
     }
   }
 
+  // Segments that their owner did not write into this rank's buffer.
   void gather() {
     for (int k = 0; k < n_; ++k)
-      if (k != r_) read(k, segment_[k], base_ + segment_[k], segment_[k + 1] - segment_[k]);
+      if (k != r_ && pushed(k)[r_] != 1)
+        read(k, segment_[k], base_ + segment_[k], segment_[k + 1] - segment_[k]);
   }
 
   // Copies `len` bytes at byte `offset` of rank q's buffer into `into`.
@@ -196,7 +279,8 @@ class SingleCopy {
   size_t bytes_ = 0;
   std::vector<int64_t> segment_;  // byte offsets; segment k is [segment_[k], segment_[k + 1])
   Tensor words_;
-  char* bounce_ = nullptr;  // kChunkBytes of a peer's input
+  char* bounce_ = nullptr;       // kChunkBytes of a peer's input
+  std::vector<char*> loadable_;  // rank -> its buffer, mapped in this process, or nullptr
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The single-copy all-reduce of large buffers between ranks of one host (processes whose
-// messages go through shared-memory rings, or threads of one process): each rank reads its
-// peers' buffers straight out of their memory (Linux cross-memory attach, process_vm_readv)
-// instead of having every byte copied into a ring and out again (see the .cpp).
+// messages go through shared-memory rings, or threads of one process): each rank reaches its
+// peers' buffers in their memory (loads and stores into a peer's mapped shareable arena, or
+// Linux cross-memory attach, process_vm_readv) instead of having every byte copied into a
+// ring and out again (see the .cpp).
 #pragma once
 #include "dist/process_group.h"
 
@@ -14,7 +15,9 @@ bool single_copy_eligible(const ProcessGroup& pg, const Tensor& buf);
 
 // All-reduce of `work` (f32 or f64, host memory) in place. The first time, the ranks check
 // that each can read every peer's memory and agree on the answer; returns false (nothing
-// reduced, on every rank) when they cannot, and the caller runs the ring instead.
+// reduced, on every rank) when they cannot, or when `work` is below
+// options().single_copy_read_bytes and some rank's buffer cannot be loaded directly: the
+// caller runs the ring instead.
 bool single_copy_allreduce(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env);
 
 }  // namespace rg::dist

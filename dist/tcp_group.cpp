@@ -11,9 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "core/shareable_host_memory.h"
 #include "dist/byte_stream.h"
 #include "dist/message_group.h"
 #include "dist/shared_rings.h"
@@ -101,6 +103,13 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   for (int q = 0; q < size; ++q)
     same_host[q] = q != rank && shm_enabled() && peers[q].host == mine.host;
   SharedRings shared = setup_shared_rings(rank, same_host, sockets.data, ring_bytes, deadline, me);
+  // Large host blocks allocated from now on can be loaded by the peers of this host
+  // (the single-copy all-reduce; without it, they read with process_vm_readv).
+  if (shared.my_bell && options.single_copy_bytes > 0 && options.allow_peer_reads)
+    share_large_host_blocks(
+        options.single_copy_read_bytes > 0
+            ? std::min(options.single_copy_bytes, options.single_copy_read_bytes)
+            : options.single_copy_bytes);
 
   // 4. The links, and the group over them.
   std::vector<PeerLink> links = make_links(rank, sockets, shared);

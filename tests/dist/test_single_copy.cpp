@@ -1,11 +1,13 @@
 // The single-copy all-reduce (dist/single_copy_allreduce.cpp) on the threads backend, whose
-// ranks read each other's buffers as processes of one host do (process_vm_readv on this
-// process): which all-reduces take it, that they give the reference with identical bits on
+// ranks load from and store into each other's buffers as processes of one host do through
+// their shareable arenas (here without asking the kernel: they share the address space):
+// which all-reduces take it, that they give the reference with identical bits on
 // every rank and from run to run, on both sides of its crossover and at it, and that ranks
 // that refuse such reads all fall back to the ring. Over forked processes: test_tcp.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "dist/threads_group.h"
 #include "tests/dist/dist_test_util.h"
@@ -30,10 +32,12 @@ Options single_copy_from(size_t bytes) {
 struct Outcome {
   std::vector<std::vector<char>> bytes;
   std::vector<uint64_t> single_copies;
+  std::vector<uint64_t> peer_loads;
 };
 Outcome allreduce_on_threads(int world, DType dtype, CombineOp op, int64_t length,
                              const Options& options, uint64_t seed = 0) {
-  Outcome out{std::vector<std::vector<char>>(world), std::vector<uint64_t>(world)};
+  Outcome out{std::vector<std::vector<char>>(world), std::vector<uint64_t>(world),
+              std::vector<uint64_t>(world)};
   run_threads(
       world,
       [&](ProcessGroup& pg) {
@@ -43,6 +47,7 @@ Outcome allreduce_on_threads(int world, DType dtype, CombineOp op, int64_t lengt
         RG_CHECK(problem.empty(), problem);
         out.bytes[pg.rank()] = bytes_of(t);
         out.single_copies[pg.rank()] = pg.single_copy_collectives();
+        out.peer_loads[pg.rank()] = pg.peer_buffers_loaded();
       },
       options);
   return out;
@@ -51,8 +56,6 @@ Outcome allreduce_on_threads(int world, DType dtype, CombineOp op, int64_t lengt
 }  // namespace
 
 TEST_CASE("single-copy all-reduce at its crossover: exact, bit-identical, taken where eligible") {
-  const bool reads = process_reads_work();
-  if (!reads) MESSAGE("process_vm_readv is forbidden here: the ring is checked instead");
   for (int world : {2, 3, 4}) {
     for (DType dtype : kAllDtypes) {
       for (CombineOp op : {CombineOp::sum, CombineOp::avg, CombineOp::max}) {
@@ -67,10 +70,11 @@ TEST_CASE("single-copy all-reduce at its crossover: exact, bit-identical, taken 
           REQUIRE_NOTHROW(
               got = allreduce_on_threads(world, dtype, op, length, single_copy_from(kCrossover)));
           const bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16;
-          const uint64_t expected = reads && length >= at && floating ? 1 : 0;
+          const uint64_t expected = length >= at && floating ? 1 : 0;
           for (int r = 0; r < world; ++r) {
             CHECK(got.bytes[r] == got.bytes[0]);
             CHECK(got.single_copies[r] == expected);
+            CHECK(got.peer_loads[r] == expected * (world - 1));  // every peer, directly
           }
         }
       }
@@ -83,7 +87,7 @@ TEST_CASE("single-copy all-reduce gives the same bits run after run") {
     CAPTURE(world);
     auto first = allreduce_on_threads(world, DType::f32, CombineOp::sum, 300'007,
                                       single_copy_from(kCrossover), 5);
-    REQUIRE(first.single_copies[0] == (process_reads_work() ? 1 : 0));
+    REQUIRE(first.single_copies[0] == 1);
     for (int run = 0; run < 3; ++run)
       CHECK(allreduce_on_threads(world, DType::f32, CombineOp::sum, 300'007,
                                  single_copy_from(kCrossover), 5)
@@ -103,8 +107,7 @@ TEST_CASE("single-copy all-reduce of signed zeros and NaNs gives the same bits o
         for (int64_t i = 0; i < t.numel(); ++i)
           p[i] = (i + pg.rank()) % 3 == 0 ? -0.0f : (i % 7 == 0 ? std::nanf("") : 0.0f);
         pg.allreduce(t, CombineOp::max)->wait();
-        RG_CHECK(pg.single_copy_collectives() == (process_reads_work() ? 1u : 0u),
-                 "single-copy path taken or not taken against the kernel's permission");
+        RG_CHECK(pg.single_copy_collectives() == 1, "single-copy path not taken");
         bytes[pg.rank()] = bytes_of(t);
       },
       single_copy_from(kCrossover));
@@ -142,13 +145,20 @@ TEST_CASE("single_copy_bytes 0 keeps every all-reduce on the ring, untested") {
       single_copy_from(0));
 }
 
-TEST_CASE("RG_DIST_SINGLE_COPY_BYTES sets the default crossover; a bad value is named") {
-  setenv("RG_DIST_SINGLE_COPY_BYTES", "65536", 1);
-  CHECK(default_single_copy_bytes() == 65536);
-  CHECK(Options().single_copy_bytes == 65536);
-  setenv("RG_DIST_SINGLE_COPY_BYTES", "-1", 1);
-  CHECK_THROWS_WITH(default_single_copy_bytes(),
-                    doctest::Contains("RG_DIST_SINGLE_COPY_BYTES: expected a whole number"));
-  unsetenv("RG_DIST_SINGLE_COPY_BYTES");
-  CHECK(default_single_copy_bytes() == size_t(2) << 20);
+TEST_CASE("RG_DIST_SINGLE_COPY_BYTES and _READ_BYTES set the crossovers; a bad value is named") {
+  for (const char* name : {"RG_DIST_SINGLE_COPY_BYTES", "RG_DIST_SINGLE_COPY_READ_BYTES"}) {
+    CAPTURE(name);
+    const bool reads = std::string(name).find("READ") != std::string::npos;
+    auto current = [&] {
+      return reads ? default_single_copy_read_bytes() : default_single_copy_bytes();
+    };
+    setenv(name, "65536", 1);
+    CHECK(current() == 65536);
+    CHECK((reads ? Options().single_copy_read_bytes : Options().single_copy_bytes) == 65536);
+    setenv(name, "-1", 1);
+    CHECK_THROWS_WITH(current(),
+                      doctest::Contains((std::string(name) + ": expected a whole number").c_str()));
+    unsetenv(name);
+    CHECK(current() == (reads ? size_t(2) << 20 : size_t(32) << 10));
+  }
 }

@@ -161,9 +161,80 @@ TEST_CASE("tcp single-copy all-reduce over processes is exact, bit-identical, an
           const uint64_t taken = allreduce_across_single_copy(pg);
           RG_CHECK(taken == expected, "single-copy path taken ", taken, " times, expected ",
                    expected);
+          // Their buffers came from the shareable arena: every peer's was loaded directly.
+          RG_CHECK(pg.peer_buffers_loaded() == expected * (n - 1), "peers loaded ",
+                   pg.peer_buffers_loaded(), " times, expected ", expected * (n - 1));
         },
         options));
   }
+}
+
+// Rank 1's buffer predates its group, so it is not in a shareable arena: rank 0 reads it
+// with process_vm_readv and gathers its segment the same way, while rank 1 loads rank 0's
+// buffer and writes its reduced segment into it; the bits are the same either way.
+TEST_CASE("tcp single-copy all-reduce mixes loads and process reads, exact and identical") {
+  if (!kernel_allows_peer_reads()) {
+    MESSAGE("peer reads are forbidden here: covered by the ring tests instead");
+    return;
+  }
+  StoreProcess server;
+  const int port = server.port();
+  auto results = run_processes(
+      2,
+      [&](int rank) {
+        Options options;
+        options.single_copy_bytes = 64 << 10;
+        options.single_copy_read_bytes = 64 << 10;
+        Tensor early = make_input(DType::f32, 300'007, rank, 4);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, 2, options);
+        Tensor t = rank == 1 ? early : make_input(DType::f32, 300'007, rank, 4);
+        for (int round = 0; round < 2; ++round) {  // the second finds the mapping again
+          if (round > 0) t.copy_(make_input(DType::f32, 300'007, rank, 4));
+          pg->allreduce(t)->wait();
+          std::string problem = check_reduction(t, CombineOp::sum, 2, 4);
+          RG_CHECK(problem.empty(), "round ", round, ": ", problem);
+          check_identical(*pg, t, str("round ", round));
+        }
+        RG_CHECK(pg->single_copy_collectives() == 2, "single-copy path not taken");
+        RG_CHECK(pg->peer_buffers_loaded() == (rank == 1 ? 2u : 0u), "rank ", rank, " loaded ",
+                 pg->peer_buffers_loaded(), " peer buffers");
+      },
+      std::chrono::seconds(120));
+  expect_success(results);
+}
+
+// Below single_copy_read_bytes, a buffer outside the shareable arena sends every rank to
+// the ring (decided from the descriptions, alike on all ranks); an arena buffer of the same
+// size then takes the single-copy path.
+TEST_CASE("tcp single-copy all-reduce below the read crossover needs every buffer loadable") {
+  Options options;
+  options.single_copy_bytes = 64 << 10;
+  options.single_copy_read_bytes = 4 << 20;
+  const uint64_t loads = kernel_allows_peer_reads() ? 1 : 0;
+  StoreProcess server;
+  const int port = server.port();
+  auto results = run_processes(
+      2,
+      [&](int rank) {
+        Tensor early = make_input(DType::f32, 300'007, rank, 6);
+        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+        auto pg = make_tcp_group(store, rank, 2, options);
+        Tensor t = rank == 0 ? early : make_input(DType::f32, 300'007, rank, 6);
+        for (int round = 0; round < 2; ++round) {
+          if (round == 1) t = make_input(DType::f32, 300'007, rank, 6);  // from the arena
+          pg->allreduce(t)->wait();
+          std::string problem = check_reduction(t, CombineOp::sum, 2, 6);
+          RG_CHECK(problem.empty(), "round ", round, ": ", problem);
+          check_identical(*pg, t, str("round ", round));
+          RG_CHECK(pg->single_copy_collectives() == round * loads, "round ", round,
+                   ": single-copy all-reduces ", pg->single_copy_collectives());
+        }
+        RG_CHECK(pg->peer_buffers_loaded() == loads, "peer buffers loaded ",
+                 pg->peer_buffers_loaded());
+      },
+      std::chrono::seconds(120));
+  expect_success(results);
 }
 
 // Rank 1 refuses to have its memory read: the vote makes every rank take the ring.

@@ -11,7 +11,8 @@
 // fails, the others get SIGTERM, then SIGKILL after the grace period, and rgrun names the
 // rank whose failure came first by cause (see blame()): a rank killed by a signal, or one
 // that was stopped (SIGSTOP) while the others waited for it, before the ranks that merely
-// reported the loss. Without --master-port a single-node job picks a free port.
+// reported the loss; when this node's ranks lost a rank of another node, that rank. Without
+// --master-port a single-node job picks a free port.
 //
 // With --max-restarts N (torchrun's flag), a failed job starts again, up to N times: after
 // every rank of the failed attempt has ended and a short pause, with a new port (unless
@@ -429,10 +430,31 @@ const Rank* by_rank(const std::vector<Rank>& ranks, int rank) {
 }
 
 struct Blame {
-  const Rank* rank = nullptr;
+  int rank = -1;    // on this node, or on another one that this node's ranks name
   std::string why;  // how it ended, as a sentence fragment
   int exit_code = 1;
 };
+
+// The rank that the failed ranks' errors name most, each error's name followed along this
+// node's ranks to the end of its chain ("rank 1 failed" where rank 1 says "rank 3 has gone":
+// rank 3, which may run on another node); -1 when no error names one.
+int most_named_rank(const std::vector<Rank>& ranks) {
+  std::map<int, int> votes;
+  for (const Rank& r : ranks) {
+    if (!failed(r) || r.ended_after_our_signal || r.blames < 0) continue;
+    int root = r.blames;
+    for (size_t hops = 0; hops < ranks.size(); ++hops) {
+      const Rank* next = by_rank(ranks, root);
+      if (!next || next->blames < 0) break;
+      root = next->blames;
+    }
+    ++votes[root];
+  }
+  int named = -1, best = 0;
+  for (auto& [k, n] : votes)
+    if (n > best) best = n, named = k;
+  return named;
+}
 
 // The rank whose failure came first by cause, in this order: a rank killed by a signal rgrun
 // did not send (a crash, an OOM kill, kill -9); a rank that was stopped while the others
@@ -443,38 +465,27 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
     if (!r.ended_after_our_signal && r.end_order >= 0 && WIFSIGNALED(r.status) &&
         (!signaled || r.end_order < signaled->end_order))
       signaled = &r;
-  if (signaled) return {signaled, describe_end(signaled->status), 128 + WTERMSIG(signaled->status)};
+  if (signaled)
+    return {signaled->rank, describe_end(signaled->status), 128 + WTERMSIG(signaled->status)};
   if (!stopped.empty()) {
     const Rank* r = by_rank(ranks, stopped.front());
-    return {r,
+    return {r->rank,
             "was stopped (" + signal_name(r->stop_signal) +
                 ") while the other ranks waited for it, and was then ended",
             128 + r->stop_signal};
   }
-  // Each rank's error points at another ("rank 1 failed"), which may point further
-  // ("rank 0 does not answer"): follow the chain to its end and count a vote for it.
-  std::map<int, int> votes;
-  for (const Rank& r : ranks) {
-    if (!failed(r) || r.ended_after_our_signal || r.blames < 0) continue;
-    const Rank* root = by_rank(ranks, r.blames);
-    for (size_t hops = 0; root && root->blames >= 0 && hops < ranks.size(); ++hops) {
-      const Rank* next = by_rank(ranks, root->blames);
-      if (!next) break;
-      root = next;
-    }
-    if (root) ++votes[root->rank];
-  }
   const Rank* first = nullptr;
   for (const Rank& r : ranks)
     if (failed(r) && r.end_order >= 0 && (!first || r.end_order < first->end_order)) first = &r;
-  const Rank* named = nullptr;
-  int best = 0;
-  for (auto& [k, n] : votes)
-    if (n > best) best = n, named = by_rank(ranks, k);
-  const Rank* cause = named && failed(*named) ? named : first;
-  const int code =
-      WIFEXITED(cause->status) ? WEXITSTATUS(cause->status) : 128 + WTERMSIG(cause->status);
-  return {cause, describe_end(cause->status), code};
+  const auto code = [](const Rank& r) {
+    return WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128 + WTERMSIG(r.status);
+  };
+  const int named = most_named_rank(ranks);
+  const Rank* local = by_rank(ranks, named);
+  if (named >= 0 && !local)  // a rank of another node, which that node's rgrun reports
+    return {named, "failed on another node (the ranks here lost it)", code(*first)};
+  const Rank* cause = local && failed(*local) ? local : first;
+  return {cause->rank, describe_end(cause->status), code(*cause)};
 }
 
 // How one attempt at the job ended.
@@ -500,7 +511,7 @@ Outcome run_attempt(const Args& a, const std::string& token, int restart) {
   supervisor.run();
   if (!supervisor.failed()) return {};
   const Blame b = blame(ranks, supervisor.stopped_at_failure());
-  return {true, b.rank->rank, b.why, b.exit_code};
+  return {true, b.rank, b.why, b.exit_code};
 }
 
 // Waits `seconds` before a restart, or less when SIGTERM or SIGINT comes.

@@ -195,6 +195,7 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
     std::printf("# ringgrad all-reduce: backend %s, %d ranks, %s sum%s\n", label, n,
                 dtype_name(c.dtype),
                 nccl ? ", baseline ncclAllReduce" : ", baseline gather+send back");
+    std::printf("# rank 0's links to its peers: %s\n", pg.describe_links().c_str());
     std::printf("# %12s %12s %8s | %10s %8s %8s | %10s %8s %8s | %8s\n", "size(B)", "count", "type",
                 "ring(us)", "algbw", "busbw", "base(us)", "algbw", "busbw", "ring/base");
   }
@@ -244,6 +245,8 @@ void run_rank_vs_mpi(ProcessGroup& pg, const Config& c, int out) {
     if (pg.rank() == 0)
       dprintf(out, "ringgrad %s %lld %.9e\n", kind, static_cast<long long>(bytes), seconds);
   };
+  if (pg.rank() == 0)
+    dprintf(out, "# ringgrad rank 0's links to its peers: %s\n", pg.describe_links().c_str());
   auto barrier = [&] { pg.barrier()->wait(); };
   barrier();  // warm-up
   report("barrier", 0, seconds_per_op(pg, bench::kLatencyIterations, barrier));
@@ -306,7 +309,7 @@ Side parse_side(const std::string& text, const std::string& side, std::string* n
   return result;
 }
 
-Side measure_ringgrad(const Config& c) {
+Side measure_ringgrad(const Config& c, std::string* notes) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const bool ok = run_tcp(c, fds[1]);
@@ -316,7 +319,7 @@ Side measure_ringgrad(const Config& c) {
   for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, got);
   close(fds[0]);
   if (!ok) throw std::runtime_error("a ringgrad rank failed (see above)");
-  return parse_side(text, "ringgrad");
+  return parse_side(text, "ringgrad", notes);
 }
 
 std::string shell_quote(const std::string& s) {
@@ -341,7 +344,7 @@ Side measure_mpi(const Config& c, std::string* notes) {
   const int status = pclose(pipe);
   if (status != 0)
     throw std::runtime_error("failed (status " + std::to_string(status) + "): " + command);
-  if (notes->empty()) *notes = "# " + command + "\n";
+  *notes += "# " + command + "\n";
   return parse_side(text, "mpi", notes);
 }
 
@@ -419,9 +422,9 @@ void run_mpi_baseline(const Config& c) {
   const double memcpy = memcpy_gbs();
   std::printf("# ringgrad tcp (forked processes, shared memory) vs Open MPI MPI_Allreduce\n");
   std::printf("# memcpy, one thread, 64 MiB, best of 5: %.2f GB/s\n", memcpy);
-  std::string notes;
   for (int round = 1; round <= c.rounds; ++round) {
-    Side ours = measure_ringgrad(c);
+    std::string notes;
+    Side ours = measure_ringgrad(c, &notes);
     Side mpi = measure_mpi(c, &notes);
     if (round == 1) std::printf("%s", notes.c_str());
     print_round(c, round, ours, mpi);

@@ -227,6 +227,10 @@ class MessagePump {
   }
 
   bool all_rings() const { return !socket_data_; }
+  bool socket_to(int peer) const {
+    const auto& data = peers_[static_cast<size_t>(peer)].link.data;
+    return data && data->fd() >= 0;
+  }
 
   bool is_done(const MessageOp& op) {
     std::lock_guard lock(mu_);
@@ -786,6 +790,11 @@ class MessageGroup : public ProcessGroup {
 
   bool exchanges_eagerly() const override { return pump_->all_rings(); }
   bool peers_share_host() const override { return pump_->all_rings(); }
+  std::string peer_link(int peer) const override {
+    if (peer == rank() || peer < 0 || peer >= size()) return ProcessGroup::peer_link(peer);
+    if (pump_->socket_to(peer)) return "tcp";
+    return std::string(backend_) == "threads" ? "memory" : "shm";
+  }
   bool send_exchange(const Tensor& mine, const Envelope& env) override {
     return pump_->send_exchange(mine, env);
   }

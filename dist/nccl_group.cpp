@@ -146,6 +146,9 @@ class NcclGroup : public ProcessGroup {
   const char* backend_name() const override { return "nccl"; }
   bool supports_device(Device d) const override { return d == device_; }
   Device default_device() const override { return device_; }
+  std::string peer_link(int peer) const override {
+    return peer == rank() || peer < 0 || peer >= size() ? ProcessGroup::peer_link(peer) : "nccl";
+  }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
     wait_for_producers();

@@ -67,6 +67,17 @@ size_t default_single_copy_read_bytes() {
   return bytes_from_env("RG_DIST_SINGLE_COPY_READ_BYTES", 2 << 20);
 }
 
+std::string ProcessGroup::peer_link(int peer) const {
+  RG_CHECK(peer >= 0 && peer < size_, "peer_link: rank ", peer, " outside world of size ", size_);
+  return peer == rank_ ? "self" : "memory";
+}
+
+std::string ProcessGroup::describe_links() const {
+  std::string out;
+  for (int q = 0; q < size_; ++q) out += str(q == 0 ? "" : ", ", q, " ", peer_link(q));
+  return out;
+}
+
 std::string describe(const Envelope& env) {
   if (env.kind == Collective::p2p)
     return str("send/recv with tag ", env.tag, " (", env.count, " ", dtype_name(env.dtype), ")");

@@ -208,6 +208,11 @@ class ProcessGroup {
   // Whether every peer runs on this host (a process, or a thread of this one) whose memory
   // process_vm_readv may read: the single-copy all-reduce asks first.
   virtual bool peers_share_host() const { return false; }
+  // How this rank reaches `peer`: "self", "memory" (threads of one process), "shm" (shared-
+  // memory rings: same host), "tcp" (sockets: another host or node), "nccl".
+  virtual std::string peer_link(int peer) const;
+  // "0 self, 1 shm, 2 tcp, ...": every peer's link, for logs and benches.
+  std::string describe_links() const;
   // What the ranks agreed about reading each other's memory (set once, by the first
   // single-copy all-reduce; dist/single_copy_allreduce.cpp).
   PeerReads peer_reads() const { return peer_reads_; }

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -157,7 +159,16 @@ std::string host_identity() {
   gethostname(name, sizeof(name) - 1);
   std::string boot_id;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  return std::string(name) + "/" + boot_id;
+  std::string id = std::string(name) + "/" + boot_id;
+  // A launcher's node (torchrun and rgrun set GROUP_RANK): two nodes started on one machine
+  // talk over tcp, as nodes do, and only the ranks of one node share memory. (No spaces:
+  // the rendezvous sends the identity as one word.)
+  if (const char* node = std::getenv("GROUP_RANK"); node && *node) {
+    id += "/node-";
+    for (const char* c = node; *c; ++c)
+      id += std::isgraph(static_cast<unsigned char>(*c)) ? *c : '_';
+  }
+  return id;
 }
 
 }  // namespace rg::dist::net

@@ -23,7 +23,8 @@ void write_all(int fd, const void* data, size_t n, Clock::time_point deadline,
                const std::string& what);
 void read_all(int fd, void* data, size_t n, Clock::time_point deadline, const std::string& what);
 void set_nodelay(int fd);
-// Identifies this machine (host name and boot id): equal strings mean ranks share memory.
+// Identifies this machine (host name and boot id) and the launcher's node (GROUP_RANK, where
+// set): equal strings mean ranks share memory.
 std::string host_identity();
 
 }  // namespace rg::dist::net

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -115,8 +116,13 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   std::vector<PeerLink> links = make_links(rank, sockets, shared);
   auto keep = std::make_shared<std::pair<std::shared_ptr<Store>, std::shared_ptr<void>>>(
       store, shared.my_bell);
-  return make_message_group("tcp", rank, size, options, std::move(links),
-                            static_cast<Doorbell*>(shared.my_bell.get()), keep);
+  auto group = make_message_group("tcp", rank, size, options, std::move(links),
+                                  static_cast<Doorbell*>(shared.my_bell.get()), keep);
+  if (const char* debug = std::getenv("RG_DIST_DEBUG");
+      debug && *debug && std::string(debug) != "0")
+    std::fprintf(stderr, "rg-dist: rank %d of %d (tcp): links %s\n", rank, size,
+                 group->describe_links().c_str());
+  return group;
 }
 
 }  // namespace rg::dist

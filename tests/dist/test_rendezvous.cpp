@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/socket.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "tests/dist/dist_test_util.h"
@@ -278,4 +279,17 @@ TEST_CASE("ranks are not forked while this process runs store threads (the child
       },
       kLimit);
   for (const auto& r : results) CHECK(r.status == 0);
+}
+
+TEST_CASE("GROUP_RANK makes a launcher's node a host of its own (one word, any value)") {
+  unsetenv("GROUP_RANK");
+  const std::string machine = rg::dist::net::host_identity();
+  setenv("GROUP_RANK", "1", 1);
+  const std::string node1 = rg::dist::net::host_identity();
+  setenv("GROUP_RANK", "a b", 1);
+  const std::string odd = rg::dist::net::host_identity();
+  unsetenv("GROUP_RANK");
+  CHECK(node1 == machine + "/node-1");
+  CHECK(odd == machine + "/node-a_b");  // the rendezvous sends it as one word
+  CHECK(rg::dist::net::host_identity() == machine);
 }

@@ -237,6 +237,32 @@ TEST_CASE("tcp single-copy all-reduce below the read crossover needs every buffe
   expect_success(results);
 }
 
+TEST_CASE("tcp ranks say how they reach each peer: shared memory on one host, else tcp") {
+  for (bool shared_memory : {true, false}) {
+    CAPTURE(shared_memory);
+    expect_success(run_tcp(
+        3,
+        [&](ProcessGroup& pg) {
+          std::string want;
+          for (int q = 0; q < 3; ++q)
+            want += str(q ? ", " : "", q, " ",
+                        q == pg.rank()  ? "self"
+                        : shared_memory ? "shm"
+                                        : "tcp");
+          RG_CHECK(pg.describe_links() == want, "links ", pg.describe_links(), ", expected ", want);
+          bool named = false;
+          try {
+            pg.peer_link(3);
+          } catch (const Error& e) {
+            named =
+                std::string(e.what()).find("rank 3 outside world of size 3") != std::string::npos;
+          }
+          RG_CHECK(named, "peer_link(3) did not fail naming the rank");
+        },
+        {}, shared_memory));
+  }
+}
+
 // Rank 1 refuses to have its memory read: the vote makes every rank take the ring.
 TEST_CASE("tcp ranks agree on the ring when one refuses peer reads") {
   StoreProcess server;

@@ -442,3 +442,10 @@ TEST_CASE("all-reduce of signed zeros and NaNs gives the same bits on every rank
     }
   }
 }
+
+TEST_CASE("threads ranks reach each other in memory, and say so") {
+  run_threads(2, [](ProcessGroup& pg) {
+    const std::string want = pg.rank() == 0 ? "0 self, 1 memory" : "0 memory, 1 self";
+    RG_CHECK(pg.describe_links() == want, "links ", pg.describe_links(), ", expected ", want);
+  });
+}

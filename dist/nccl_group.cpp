@@ -3,10 +3,12 @@
 // Messages: ncclSend/ncclRecv on the group's own non-blocking stream (from a pool, below). Messages
 // posted between begin_batch and end_batch form one NCCL group (the ring pairs each receive with
 // its send, which NCCL needs to avoid deadlock); completion is an event recorded after the group.
-// Before a send, NCCL's stream waits on the device (an event, not the host) for the work queued
-// so far on the sending thread's stream and on the device's compute stream: the reductions the
-// ring just launched, and the kernels that produced the tensor. Receives are handed back by
-// the host wait of wait_message, after which any stream may read them.
+// Streams hand the messages over by events, never by host waits (dist/stream_messages.h):
+// before a send, NCCL's stream waits for the work queued so far on the sending thread's
+// stream and on the device's compute stream (the reductions the ring just launched, and the
+// kernels that produced the tensor); wait_message makes the consuming stream wait for the
+// message's event; at the end of each collective the host watches those events with the
+// timeout. nccl_allreduce waits for the producers the same way.
 // The communicator is non-blocking, so init and every wait can time out: past the group's
 // timeout the communicator is aborted and the error names the peer waited for.
 #include "dist/nccl_group.h"
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/stream_messages.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::dist {
@@ -89,19 +92,14 @@ class NcclGroup;
 class NcclWork : public Work {
  public:
   NcclWork(NcclGroup* group) : group_(group) {}
-  ~NcclWork() override {
-    if (event_) cudaEventDestroy(event_);
-  }
   bool wait(Milliseconds timeout) override;
-  bool is_completed() override { return event_ && cudaEventQuery(event_) == cudaSuccess; }
-  void record(cudaStream_t stream) {
-    RG_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "nccl");
-    RG_CUDA(cudaEventRecord(event_, stream), "nccl");
-  }
+  bool is_completed() override { return done_ && done_->query(); }
+  void record(const StreamMessages& messages) { done_ = messages.completion(); }
+  const std::shared_ptr<gpu::Event>& done() const { return done_; }
 
  private:
   NcclGroup* group_;
-  cudaEvent_t event_ = nullptr;
+  std::shared_ptr<gpu::Event> done_;  // recorded on NCCL's stream after the message
 };
 
 class NcclGroup : public ProcessGroup {
@@ -128,6 +126,7 @@ class NcclGroup : public ProcessGroup {
     RG_NCCL(ncclCommInitRankConfig(&comm_, size, id, rank, &config), me);
     settle(str(me, ": communicator init (waiting for all ", size, " ranks to join)"));
     stream_ = acquire_stream(device_.index, me);
+    messages_ = std::make_unique<StreamMessages>(gpu::Stream{device_, stream_});
   }
 
   ~NcclGroup() override {
@@ -151,7 +150,7 @@ class NcclGroup : public ProcessGroup {
   }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
-    wait_for_producers();
+    messages_->wait_for_producers();
     used_on_nccl_stream(t);
     return post([&] { return ncclSend(t.data_ptr(), t.nbytes(), ncclUint8, dst, comm_, stream_); });
   }
@@ -168,14 +167,23 @@ class NcclGroup : public ProcessGroup {
     in_batch_ = false;
     RG_NCCL(ncclGroupEnd(), "nccl");
     settle("nccl group");
-    for (auto& work : batch_) work->record(stream_);
+    for (auto& work : batch_) work->record(*messages_);
     batch_.clear();
   }
 
+  // The stream that consumes the message waits for it on the device; the host watches it at
+  // the end of the collective (finish_collective).
   void wait_message(Work& work, int peer, const Envelope& env) override {
-    if (work.wait(options().timeout)) return;
-    abort(str(describe(env), ": timed out after ", options().timeout.count() / 1000.0,
-              " s waiting for rank ", peer));
+    check_async("nccl");
+    messages_->hand_back(static_cast<NcclWork&>(work).done(), peer, env);
+  }
+
+  void finish_collective() override {
+    const auto late =
+        messages_->watch(Clock::now() + options().timeout, [&] { check_async("nccl"); });
+    if (!late) return;
+    abort(str(describe(late->env), ": timed out after ", options().timeout.count() / 1000.0,
+              " s waiting for rank ", late->peer));
     RG_FAIL(failure());
   }
 
@@ -200,6 +208,7 @@ class NcclGroup : public ProcessGroup {
              "contiguous tensor on ",
              device_.str());
     ncclRedOp_t nccl_op = op == CombineOp::max ? ncclMax : op == CombineOp::avg ? ncclAvg : ncclSum;
+    messages_->wait_for_producers();  // ordered after the kernels that produced t
     used_on_nccl_stream(t);
     return post([&] {
       return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
@@ -214,21 +223,6 @@ class NcclGroup : public ProcessGroup {
     gpu::record_stream(t, gpu::Stream{device_, stream_});
   }
 
-  // NCCL's stream waits (on the device) for what is queued on this thread's stream and on the
-  // compute stream, where the data to send was produced.
-  void wait_for_producers() {
-    const gpu::Stream nccl_stream{device_, stream_};
-    const gpu::Stream current = gpu::current_stream(device_);
-    const gpu::Stream compute = gpu::compute_stream(device_);
-    auto wait_for = [&](const gpu::Stream& producer) {
-      gpu::Event ready(device_);  // may be destroyed once the wait is queued
-      ready.record(producer);
-      ready.wait(nccl_stream);
-    };
-    wait_for(current);
-    if (compute.handle != current.handle) wait_for(compute);
-  }
-
   template <typename Call>
   std::shared_ptr<Work> post(Call call) {
     RG_CHECK(comm_, failure());
@@ -239,7 +233,7 @@ class NcclGroup : public ProcessGroup {
       batch_.push_back(work);
     } else {
       settle("nccl");
-      work->record(stream_);
+      work->record(*messages_);
     }
     return work;
   }
@@ -269,17 +263,16 @@ class NcclGroup : public ProcessGroup {
   Device device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  std::unique_ptr<StreamMessages> messages_;  // over stream_
   bool in_batch_ = false;
   std::vector<std::shared_ptr<NcclWork>> batch_;
 };
 
 bool NcclWork::wait(Milliseconds timeout) {
-  RG_CHECK(event_, "nccl: waiting for a message whose batch has not ended");
+  RG_CHECK(done_, "nccl: waiting for a message whose batch has not ended");
   auto deadline = Clock::now() + timeout;
   for (;;) {
-    cudaError_t state = cudaEventQuery(event_);
-    if (state == cudaSuccess) return true;
-    RG_CHECK(state == cudaErrorNotReady, "nccl: ", cudaGetErrorString(state));
+    if (done_->query()) return true;
     group_->check_async("nccl");
     if (Clock::now() >= deadline) return false;
     std::this_thread::yield();

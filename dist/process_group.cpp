@@ -200,6 +200,7 @@ void ProcessGroup::run_item(Item& item) {
   } else {
     try {
       item.first();
+      finish_collective();
     } catch (const std::exception& e) {
       set_failure(e.what());
       error = std::current_exception();

@@ -228,6 +228,10 @@ class ProcessGroup {
   // Messages posted between begin_batch and end_batch may be started together (NCCL groups).
   virtual void begin_batch() {}
   virtual void end_batch() {}
+  // Called after a collective ran, before its Work completes, on the thread that ran it. A
+  // backend whose wait_message only hands messages to a device stream (nccl) waits here, on
+  // the host, with the timeout, for them to be done, and fails naming a late peer.
+  virtual void finish_collective() {}
   // Fails the group: pending and later operations throw, and the other ranks are told
   // (they fail naming this rank and `reason`) instead of waiting for the timeout.
   virtual void abort(const std::string& reason) = 0;

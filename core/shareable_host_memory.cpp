@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -43,14 +44,19 @@ struct Arena {
   std::mutex mutex;
   int fd = -1;  // the current arena's file; -1: none (yet, or after fork)
   uint64_t inode = 0;
-  size_t used = 0;              // bump pointer in the current arena
-  size_t min_bytes = SIZE_MAX;  // blocks from this size come from the arena
-  Range ranges[kMaxRanges];     // every range ever made; the last is current while fd >= 0
-  int count = 0;
+  size_t used = 0;  // bump pointer in the current arena
+  // The allocator asks wants() and contains() on every allocation and free, so those two
+  // read without the mutex: min_bytes is SIZE_MAX while there is no current arena, and a
+  // range is complete before `count` counts it (ranges are only appended; a forked child,
+  // one thread, shrinks its last one).
+  std::atomic<size_t> min_bytes{SIZE_MAX};  // blocks from this size come from the arena
+  Range ranges[kMaxRanges];  // every range ever made; the last is current while fd >= 0
+  std::atomic<int> count{0};
 
-  Range* current() { return fd >= 0 ? &ranges[count - 1] : nullptr; }
+  Range* current() { return fd >= 0 ? &ranges[count.load() - 1] : nullptr; }
   const Range* find(const void* p) const {
-    for (int i = 0; i < count; ++i)
+    const int made = count.load(std::memory_order_acquire);
+    for (int i = 0; i < made; ++i)
       if (ranges[i].holds(p)) return &ranges[i];
     return nullptr;
   }
@@ -69,7 +75,9 @@ struct Arena {
       close(file);
       return false;
     }
-    ranges[count++] = {static_cast<char*>(p), size, true};
+    const int made = count.load();
+    ranges[made] = {static_cast<char*>(p), size, true};
+    count.store(made + 1, std::memory_order_release);
     fd = file;
     inode = st.st_ino;
     used = 0;
@@ -119,7 +127,7 @@ bool share_large_host_blocks(size_t min_bytes) {
   Arena& a = arena();
   std::lock_guard<std::mutex> lock(a.mutex);
   if (a.fd < 0 && !a.open()) return false;
-  a.min_bytes = std::min(a.min_bytes, std::max<size_t>(min_bytes, 1));
+  a.min_bytes = std::min(a.min_bytes.load(), std::max<size_t>(min_bytes, 1));
   return true;
 }
 
@@ -134,11 +142,7 @@ ShareableLocation shareable_location(const void* p, size_t bytes) {
 
 namespace shareable_arena {
 
-bool wants(size_t bytes) {
-  Arena& a = arena();
-  std::lock_guard<std::mutex> lock(a.mutex);
-  return a.fd >= 0 && bytes >= a.min_bytes;
-}
+bool wants(size_t bytes) { return bytes >= arena().min_bytes.load(std::memory_order_relaxed); }
 
 void* allocate(size_t bytes) {
   Arena& a = arena();
@@ -151,11 +155,7 @@ void* allocate(size_t bytes) {
   return p;
 }
 
-bool contains(const void* p) {
-  Arena& a = arena();
-  std::lock_guard<std::mutex> lock(a.mutex);
-  return a.find(p) != nullptr;
-}
+bool contains(const void* p) { return arena().find(p) != nullptr; }
 
 void release_pages(void* p, size_t bytes) {
   Arena& a = arena();

@@ -18,6 +18,13 @@ inline void* const kCommStream = reinterpret_cast<void*>(2);
 
 void set_delayed_streams(bool on);  // drains the queue when turned off
 bool delayed_streams();
+// Delayed-stream mode for a scope (tests): on at construction, off (drained) at destruction.
+struct DelayedStreamsScope {
+  DelayedStreamsScope() { set_delayed_streams(true); }
+  ~DelayedStreamsScope() { set_delayed_streams(false); }
+  DelayedStreamsScope(const DelayedStreamsScope&) = delete;
+  DelayedStreamsScope& operator=(const DelayedStreamsScope&) = delete;
+};
 
 // True when work on `stream` is to be queued rather than run now.
 bool is_delayed(void* stream);

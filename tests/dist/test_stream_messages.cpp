@@ -17,11 +17,6 @@ namespace {
 
 const Device kSim(DeviceType::sim);
 
-struct DelayedStreams {
-  DelayedStreams() { sim::set_delayed_streams(true); }
-  ~DelayedStreams() { sim::set_delayed_streams(false); }
-};
-
 float first(const Tensor& t) { return *static_cast<const float*>(t.data_ptr()); }  // no sync
 
 // A "receive": the communication stream writes `value` into t, later.
@@ -41,7 +36,7 @@ Envelope envelope(uint64_t seq) {
 }  // namespace
 
 TEST_CASE("stream messages: the consumer waits for the message's event, the host does not") {
-  DelayedStreams delayed;
+  sim::DelayedStreamsScope delayed;
   StreamMessages messages(gpu::comm_stream(kSim));
   Tensor unhanded = zeros({1000}, DType::f32, kSim);
   Tensor handed = zeros({1000}, DType::f32, kSim);
@@ -63,7 +58,7 @@ TEST_CASE("stream messages: the consumer waits for the message's event, the host
 }
 
 TEST_CASE("stream messages: the end of a collective names the peer of a message not done") {
-  DelayedStreams delayed;
+  sim::DelayedStreamsScope delayed;
   StreamMessages messages(gpu::comm_stream(kSim));
   Tensor t = zeros({1000}, DType::f32, kSim);
   receive_later(messages, t, 2.0);

@@ -19,6 +19,12 @@ using namespace rg::dist::test;
 
 namespace {
 
+// Rank `rank` of `n` joins a tcp group through the store on 127.0.0.1:`port`.
+std::shared_ptr<ProcessGroup> join_tcp(int port, int rank, int n, const Options& options) {
+  auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
+  return make_tcp_group(store, rank, n, options);
+}
+
 // Runs fn(group) on `n` processes joined over tcp; returns each child's outcome.
 std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>& fn,
                                  Options options = {}, bool shared_memory = true,
@@ -37,8 +43,7 @@ std::vector<ChildResult> run_tcp(int n, const std::function<void(ProcessGroup&)>
           return;
         }
         if (!shared_memory) setenv("RG_DIST_SHM", "0", 1);
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, n, options);
+        auto pg = join_tcp(port, rank, n, options);
         fn(*pg);
       },
       limit, joiners);
@@ -186,8 +191,7 @@ TEST_CASE("tcp single-copy all-reduce mixes loads and process reads, exact and i
         options.single_copy_bytes = 64 << 10;
         options.single_copy_read_bytes = 64 << 10;
         Tensor early = make_input(DType::f32, 300'007, rank, 4);
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, 2, options);
+        auto pg = join_tcp(port, rank, 2, options);
         Tensor t = rank == 1 ? early : make_input(DType::f32, 300'007, rank, 4);
         for (int round = 0; round < 2; ++round) {  // the second finds the mapping again
           if (round > 0) t.copy_(make_input(DType::f32, 300'007, rank, 4));
@@ -218,8 +222,7 @@ TEST_CASE("tcp single-copy all-reduce below the read crossover needs every buffe
       2,
       [&](int rank) {
         Tensor early = make_input(DType::f32, 300'007, rank, 6);
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, 2, options);
+        auto pg = join_tcp(port, rank, 2, options);
         Tensor t = rank == 0 ? early : make_input(DType::f32, 300'007, rank, 6);
         for (int round = 0; round < 2; ++round) {
           if (round == 1) t = make_input(DType::f32, 300'007, rank, 6);  // from the arena
@@ -273,8 +276,7 @@ TEST_CASE("tcp ranks agree on the ring when one refuses peer reads") {
         Options options;
         options.single_copy_bytes = 64 << 10;
         options.allow_peer_reads = rank != 1;
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, 3, options);
+        auto pg = join_tcp(port, rank, 3, options);
         RG_CHECK(allreduce_across_single_copy(*pg) == 0, "single-copy path taken");
         RG_CHECK(pg->peer_reads() == PeerReads::refused, "peer reads not refused");
       },
@@ -486,8 +488,7 @@ TEST_CASE("ranks that mix shared memory and sockets agree on each pair's transpo
       3,
       [&](int rank) {
         if (rank == 2) setenv("RG_DIST_SHM", "0", 1);
-        auto store = std::make_shared<TcpStore>("127.0.0.1", port, false, options.timeout);
-        auto pg = make_tcp_group(store, rank, 3, options);
+        auto pg = join_tcp(port, rank, 3, options);
         allreduce_everything(*pg);
       },
       std::chrono::seconds(40));

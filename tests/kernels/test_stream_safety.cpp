@@ -15,11 +15,6 @@ namespace {
 
 const Device kSim(DeviceType::sim);
 
-struct DelayedStreams {
-  DelayedStreams() { sim::set_delayed_streams(true); }
-  ~DelayedStreams() { sim::set_delayed_streams(false); }
-};
-
 float first(const Tensor& t) { return *static_cast<const float*>(t.data_ptr()); }  // no sync
 
 void fill(const Tensor& t, double v) { kernel_table(DeviceType::sim).fill(t, v); }
@@ -50,7 +45,7 @@ float copy_then_reuse(bool record, bool* reused) {
 }  // namespace
 
 TEST_CASE("sim delayed streams: comm work waits for a synchronization; events mark it") {
-  DelayedStreams delayed;
+  sim::DelayedStreamsScope delayed;
   Tensor t = empty({1000}, DType::f32, kSim);
   fill(t, 1.0);  // compute: at once
   CHECK(first(t) == 1.0f);
@@ -77,7 +72,7 @@ TEST_CASE("sim delayed streams: comm work waits for a synchronization; events ma
 }
 
 TEST_CASE("sim delayed streams: record_stream keeps a block from reuse until the stream ran") {
-  DelayedStreams delayed;
+  sim::DelayedStreamsScope delayed;
   empty_cache(kSim);
   bool reused = false;
   CHECK(copy_then_reuse(false, &reused) == 7.0f);  // the race, made visible
@@ -94,7 +89,7 @@ TEST_CASE("record_stream: a clear error for a tensor on another device than the 
 }
 
 TEST_CASE("sim delayed streams: a pinned block is reused only after its async copies ran") {
-  DelayedStreams delayed;
+  sim::DelayedStreamsScope delayed;
   const gpu::Stream comm = gpu::comm_stream(kSim);
   Tensor dev = empty({2048}, DType::f32, kSim);
   Tensor host = gpu::empty_pinned({2048}, DType::f32);

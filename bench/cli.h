@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/cpu_capability.h"
+#include "core/error.h"
+
 namespace rg::bench {
 
 // Call before adding options: --help then shows every default.
@@ -20,6 +23,13 @@ inline void parse_flags(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const std::string& name = app.get_name();
     std::fprintf(stderr, "%s: %s (see %s --help)\n", name.c_str(), e.what(), name.c_str());
+    std::exit(2);
+  }
+  // Every bench names the CPU kernels' instruction set it measures (RG_CPU_CAPABILITY).
+  try {
+    std::printf("cpu capability: %s\n", rg::cpu_capability_description().c_str());
+  } catch (const rg::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
     std::exit(2);
   }
 }

@@ -1,7 +1,9 @@
 #include "kernels/builtin.h"
 
 #include <mutex>
+#include <string_view>
 
+#include "core/cpu_capability.h"
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "kernels/builtin_kernels.h"
@@ -9,9 +11,13 @@
 namespace rg {
 
 #define RG_DECLARE_REGISTER(file) void register_##file##_kernels(KernelTable& k);
-namespace cpu {
-RG_CPU_KERNEL_FILES(RG_DECLARE_REGISTER)
-}
+// One namespace of cpu kernels per capability (kernels/cpu/capability.h), each with every file.
+#define RG_DECLARE_CPU_CAPABILITY(capability) \
+  namespace cpu::capability {                 \
+  RG_CPU_KERNEL_FILES(RG_DECLARE_REGISTER)    \
+  }
+RG_CPU_CAPABILITIES(RG_DECLARE_CPU_CAPABILITY)
+#undef RG_DECLARE_CPU_CAPABILITY
 namespace sim {
 void register_sim_device();  // kernels/sim/device.cpp
 RG_GPU_KERNEL_FILES(RG_DECLARE_REGISTER)
@@ -24,6 +30,26 @@ RG_GPU_KERNEL_FILES(RG_DECLARE_REGISTER)
 #endif
 #undef RG_DECLARE_REGISTER
 
+namespace {
+
+// The cpu kernel table is filled from the files of the capability the CPU runs.
+void register_cpu_kernels(KernelTable& table) {
+  const char* chosen = cpu_capability_name(cpu_capability());
+#define RG_REGISTER_FILE(file) register_##file##_kernels(table);
+#define RG_REGISTER_CPU_CAPABILITY(capability)                           \
+  if (std::string_view(chosen) == #capability) {                         \
+    using namespace cpu::capability;                                     \
+    RG_CPU_KERNEL_FILES(RG_REGISTER_FILE)                                \
+    return;                                                              \
+  }
+  RG_CPU_CAPABILITIES(RG_REGISTER_CPU_CAPABILITY)
+#undef RG_REGISTER_CPU_CAPABILITY
+#undef RG_REGISTER_FILE
+  RG_FAIL("cpu kernels: none built for capability ", chosen);
+}
+
+}  // namespace
+
 bool cuda_backend_built() {
 #if RG_WITH_CUDA
   return true;
@@ -35,10 +61,7 @@ bool cuda_backend_built() {
 void register_builtin_backends() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KernelTable& cpu_table = unchecked_kernel_table(DeviceType::cpu);
-#define RG_REGISTER_CPU(file) cpu::register_##file##_kernels(cpu_table);
-    RG_CPU_KERNEL_FILES(RG_REGISTER_CPU)
-#undef RG_REGISTER_CPU
+    register_cpu_kernels(unchecked_kernel_table(DeviceType::cpu));
     sim::register_sim_device();
     KernelTable& sim_table = unchecked_kernel_table(DeviceType::sim);
 #define RG_REGISTER_SIM(file) sim::register_##file##_kernels(sim_table);

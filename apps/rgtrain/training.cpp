@@ -12,6 +12,7 @@
 #include "apps/rgtrain/train_step.h"
 #include "apps/rgtrain/util.h"
 #include "apps/rgtrain/zero_checkpoint.h"
+#include "core/cpu_capability.h"
 
 namespace rgtrain {
 namespace {
@@ -71,7 +72,8 @@ TrainSummary train(RunState& s) {
   const bool tty = isatty(1);
   if (s.lead)
     std::cout << "rgtrain: " << s.config << " | accum " << s.accum << " | params "
-              << s.model->num_parameters() << " | steps " << s.start_step << "->" << a.steps << "\n"
+              << s.model->num_parameters() << " | steps " << s.start_step << "->" << a.steps
+              << " | cpu " << rg::cpu_capability_name(rg::cpu_capability()) << "\n"
               << std::flush;
   check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
   TrainSummary sum;

@@ -5,6 +5,7 @@
 // the bits of one call per tensor.
 // Clipping folds in: each gradient element is read as T(g * T(grad_scale)), the rounding of
 // g.mul_(grad_scale), so a step with grad_scale s equals scaling the gradients then stepping.
+#include "kernels/cpu/capability.h"
 #include <cmath>
 
 #include "core/dispatch.h"
@@ -12,7 +13,7 @@
 #include "kernels/adamw_scalars.h"
 #include "kernels/cpu/multi_tensor.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kChunk = 16384;
@@ -99,4 +100,4 @@ void register_adamw_multi_kernels(KernelTable& k) {
     run_adamw("adamw", {AdamWTensors{param, grad, exp_avg, exp_avg_sq}}, args, 1.0);
   };
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

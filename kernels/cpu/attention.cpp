@@ -12,7 +12,8 @@
 // small_gemm_f32 (register tiles, nothing packed; K and V transposed once per slice so that
 // every product reads its right operand by rows) where the tile widths suit it, else to Eigen;
 // f64 computes in double with Eigen's products.
-#include "kernels/cpu/avx512_intrinsics.h"  // before Eigen, which would read immintrin.h unguarded
+#include "kernels/cpu/capability.h"
+#include "kernels/cpu/simd.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
@@ -33,7 +34,7 @@
 #include "kernels/cpu/small_gemm_f32.h"
 #include "kernels/cpu/transpose_f32.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kTile = 64;
@@ -374,4 +375,4 @@ void register_attention_kernels(KernelTable& k) {
   k.attention = attention;
   k.attention_backward = attention_backward;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

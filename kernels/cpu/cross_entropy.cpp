@@ -5,6 +5,7 @@
 // Rows whose target equals ignore_index get loss 0 and a zero gradient row. Targets are
 // checked before any parallel region. Sums of exp accumulate in double; bf16 computes in
 // float; contiguous f32 rows take SIMD passes (kernels/cpu/row_math.h).
+#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 
@@ -14,7 +15,7 @@
 #include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 std::vector<int64_t> checked_targets(const Tensor& logits, const Tensor& targets,
@@ -152,4 +153,4 @@ void register_cross_entropy_kernels(KernelTable& k) {
   k.cross_entropy = cross_entropy;
   k.cross_entropy_backward = cross_entropy_backward;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

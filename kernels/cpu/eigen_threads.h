@@ -3,9 +3,10 @@
 // 25x its 1-thread time). EigenSingleThread makes the calling thread's Eigen products
 // single-threaded for its scope, restoring the previous team size after.
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <omp.h>
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
 class EigenSingleThread {
  public:
@@ -18,4 +19,4 @@ class EigenSingleThread {
   int previous_;
 };
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -4,6 +4,7 @@
 // the op is a template parameter (its scalar functor from core/elementwise_scalar.h), not a
 // per-element switch. Every kernel walks its tensors with StridedLoop and has a contiguous
 // fast path the compiler can vectorise. bf16 computes in float.
+#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <initializer_list>
 #include <utility>
@@ -14,7 +15,7 @@
 #include "kernels/cpu/gelu_rows.h"
 #include "kernels/cpu/strided_loop.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 // out = f(ins...) elementwise over out's shape; every input has storage type In and is read
@@ -53,14 +54,14 @@ void map(F f, const Tensor& out, const Inputs&... ins) {
 template <typename Fn, typename T>
 using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
 
-// The op table's float rows whose exp dominates their cost, on AVX-512 loops (gelu_rows.h)
-// when every tensor is contiguous: GELU, tanh (1M floats, 1 thread: forward 0.66 -> 0.39 ns an
+// The op table's float rows whose exp dominates their cost, on AVX-512 or AVX2 loops
+// (gelu_rows.h) when every tensor is contiguous: GELU, tanh (AVX-512, 1M floats, 1 thread: forward 0.66 -> 0.39 ns an
 // element, level with add; forward + backward through autograd 1.8 -> 1.3) and exact (4M
 // floats, 1 thread: forward 11-14 -> 0.70 ns, gradient 17-21 -> 0.92), and their gradients.
 // Returns false where the generated loop runs.
 template <typename Fn>
 bool row_kernel(const Tensor& out, std::initializer_list<const Tensor*> ins) {
-#if defined(__AVX512F__)
+#if RG_CPU_CAP_LEVEL > 0
   constexpr bool tanh = std::is_same_v<Fn, scalar::gelu_tanh_fn>;
   if constexpr (tanh || std::is_same_v<Fn, scalar::gelu_fn>) {
     if (out.dtype() != DType::f32 || !out.is_contiguous()) return false;
@@ -217,4 +218,4 @@ void register_elementwise_kernels(KernelTable& k) {
   k.copy = copy;
   k.fill = fill;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

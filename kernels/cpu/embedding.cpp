@@ -5,6 +5,7 @@
 // Indices are checked before any parallel region. The backward groups positions by vocab
 // row (stable counting sort) and gives each row to one thread: no atomics, no races, and
 // the sum order (ascending n) does not depend on the thread count.
+#include "kernels/cpu/capability.h"
 #include <cstring>
 
 #include "core/op_table.h"
@@ -12,7 +13,7 @@
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 std::vector<int64_t> checked_indices(const Tensor& indices, int64_t vocab, const char* op) {
@@ -107,4 +108,4 @@ void register_embedding_kernels(KernelTable& k) {
   k.embedding = embedding;
   k.embedding_backward = embedding_backward;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

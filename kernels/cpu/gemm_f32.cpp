@@ -17,36 +17,32 @@
 // tile is stored and reloaded between kKc blocks exactly): no dependence on the blocking or on the
 // row split.
 //
-// Micro-kernels: AVX-512 (16 lanes, tile 6 x 64, 24 accumulators of 32 registers); elsewhere
-// the same loops on arrays, which the tests run but the matmul kernel does not
-// (gemm_f32_tuned() false: Eigen stays faster there; an AVX2 tile of 6 x 16 reached 0.6x
-// Eigen's AVX2 speed at GPT's shapes and was dropped, docs/performance.md, change 10).
+// Micro-kernels (kernels/cpu/simd.h): AVX-512 (16 lanes, tile 6 x 64, 24 accumulators of 32
+// registers) and AVX2 (8 lanes, tile 6 x 16, 12 accumulators of 16 registers); the baseline
+// build runs the same loops on arrays, which the tests run but the matmul kernel does not
+// (gemm_f32_tuned() false: Eigen stays faster there).
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm_f32.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/avx512_intrinsics.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/transpose_f32.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int kRows = 6;       // rows of c in a register tile
 constexpr int64_t kKc = 256;   // rows of b packed at a time (one panel: kKc x kPanel floats)
 constexpr int64_t kNc = 1024;  // columns of b packed at a time: kKc x kNc floats = 1 MiB, in L2
 
-#if defined(__AVX512F__)
-constexpr int kPanel = 64;  // 4 vectors of 16
+#if RG_CPU_CAP_LEVEL > 0
+// A tile of kRows x kPanel: 6 x 4 vectors (24 accumulators of AVX-512's 32 registers), or
+// 6 x 2 (12 of AVX2's 16).
+constexpr int kPanel = simd::kLanes == 16 ? 64 : 16;
 constexpr bool kTuned = true;
-using Vec = __m512;
-inline Vec vzero() { return _mm512_setzero_ps(); }
-inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
-inline Vec vload_aligned(const float* p) { return _mm512_load_ps(p); }
-inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-inline Vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 #else
 constexpr int kPanel = 16;
 constexpr bool kTuned = false;
@@ -63,28 +59,29 @@ struct Start {
   Start at(int64_t column) const { return {rows ? rows + column : nullptr, stride}; }
 };
 
-#if defined(__AVX512F__)
-constexpr int kVecs = kPanel / int(sizeof(Vec) / sizeof(float));
+#if RG_CPU_CAP_LEVEL > 0
+constexpr int kVecs = kPanel / simd::kLanes;
 
 // c[R rows, kPanel] = start + a[R rows, kc] @ panel[kc, kPanel].
 template <int R>
 void tile(const float* a, int64_t lda, const float* panel, int64_t kc, float* c, int64_t ldc,
           Start start) {
-  constexpr int lanes = kPanel / kVecs;
-  Vec acc[R][kVecs];
+  using namespace simd;
+  constexpr int lanes = kLanes;
+  F acc[R][kVecs];
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < kVecs; ++j)
-      acc[i][j] = start.rows ? vload(start.rows + i * start.stride + j * lanes) : vzero();
+      acc[i][j] = start.rows ? load(start.rows + i * start.stride + j * lanes) : zero();
   for (int64_t p = 0; p < kc; ++p, panel += kPanel) {
-    Vec bv[kVecs];
-    for (int j = 0; j < kVecs; ++j) bv[j] = vload_aligned(panel + j * lanes);
+    F bv[kVecs];
+    for (int j = 0; j < kVecs; ++j) bv[j] = load_aligned(panel + j * lanes);
     for (int i = 0; i < R; ++i) {
-      const Vec av = vbroadcast(a + i * lda + p);
-      for (int j = 0; j < kVecs; ++j) acc[i][j] = vfma(av, bv[j], acc[i][j]);
+      const F av = set1(a[i * lda + p]);
+      for (int j = 0; j < kVecs; ++j) acc[i][j] = fmadd(av, bv[j], acc[i][j]);
     }
   }
   for (int i = 0; i < R; ++i)
-    for (int j = 0; j < kVecs; ++j) vstore(c + i * ldc + j * lanes, acc[i][j]);
+    for (int j = 0; j < kVecs; ++j) store(c + i * ldc + j * lanes, acc[i][j]);
 }
 #else
 template <int R>
@@ -136,16 +133,18 @@ void narrow_tile(int rows, int64_t width, const float* a, int64_t lda, const flo
 
 // One panel from a transposed view (b_row != 1 or b_col != 1): read along b's columns, write
 // across the panel's rows, kTransposeRows rows at a time so that the rows written stay in L1;
-// with AVX-512 and b_row == 1, whole 16 x 16 blocks in registers.
+// with vectors and b_row == 1, whole blocks of a vector's lanes squared in registers.
 void pack_transposed_panel(const float* b, int64_t b_row, int64_t b_col, int64_t kc, int64_t width,
                            float* panel) {
   for (int64_t q = 0; q < kc; q += kTransposeRows) {
     const int64_t rows = std::min(kTransposeRows, kc - q);
     int64_t j = 0;
-#if defined(__AVX512F__)
-    if (b_row == 1 && rows == 16)
-      for (; j + 16 <= width; j += 16)
-        transpose_16x16(b + j * b_col + q, b_col, panel + q * kPanel + j, kPanel);
+#if RG_CPU_CAP_LEVEL > 0
+    constexpr int64_t L = simd::kLanes;
+    if (b_row == 1 && rows == kTransposeRows)
+      for (; j + L <= width; j += L)
+        for (int64_t r = 0; r < kTransposeRows; r += L)
+          transpose_block(b + j * b_col + q + r, b_col, panel + (q + r) * kPanel + j, kPanel);
 #endif
     for (; j < width; ++j) {
       const float* column = b + j * b_col + q * b_row;
@@ -225,4 +224,4 @@ void gemm_f32(float* c, int64_t ldc, const float* a, int64_t lda, const float* b
   }
 }
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

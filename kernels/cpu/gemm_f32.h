@@ -1,9 +1,10 @@
 // ringgrad's own single-threaded f32 GEMM for the CPU (gemm_f32.cpp): the products of linear's
 // forward and of its input gradient, where it beats Eigen's (docs/performance.md, change 10).
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <cstdint>
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
 // True when this build has the tuned micro-kernel (AVX-512), where gemm_f32 beats Eigen and
 // the GEMM tasks use it; false where the portable loop of the same algorithm runs (the tests
@@ -19,4 +20,4 @@ void gemm_f32(float* c, int64_t ldc, const float* a, int64_t lda, const float* b
               int64_t b_col, int64_t m, int64_t k, int64_t n, bool accumulate,
               const float* bias = nullptr);
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -7,6 +7,7 @@
 //             they are reduced column-block-wise over rows in order, so the result does
 //             not depend on the thread count.
 // f32 rows sum with SIMD passes in double lanes (kernels/cpu/row_math.h); f64 stays sequential.
+#include "kernels/cpu/capability.h"
 #include <cmath>
 
 #include "core/op_table.h"
@@ -15,7 +16,7 @@
 #include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kColumnBlock = 128;
@@ -180,4 +181,4 @@ void register_layernorm_kernels(KernelTable& k) {
   k.layernorm = layernorm;
   k.layernorm_backward = layernorm_backward;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

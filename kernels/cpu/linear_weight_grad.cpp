@@ -16,10 +16,11 @@
 // rows the tile is added into dweight, whose next tile is prefetched meanwhile. Sequences go
 // outermost, so one sequence's 64-column panel of x stays in L1 while the row blocks read it. Tasks
 // own row blocks and every element sees the sequences in b order: the result does not depend on the
-// thread count. AVX-512 builds use 16-lane intrinsics; other builds the same loop on 16-float
-// arrays (the compiler vectorises what the target has). Columns narrower than a vector take a
+// thread count. AVX-512 and AVX2 use kernels/cpu/simd.h's vectors (tiles of 6 x 64 and
+// 6 x 16 columns); the baseline build the same loop on 16-float arrays. Columns narrower than a vector take a
 // scalar loop. f64: Eigen's product per sequence, accumulated into the result.
-#include "kernels/cpu/avx512_intrinsics.h"  // before Eigen, which would read immintrin.h unguarded
+#include "kernels/cpu/capability.h"
+#include "kernels/cpu/simd.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
@@ -34,12 +35,18 @@
 #include "core/parallel.h"
 #include "kernels/cpu/eigen_threads.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
-constexpr int kRows = 6;  // R: rows of a register tile
-constexpr int kVecs = 4;  // J: 16-float vectors across a tile (64 columns)
-constexpr int kLanes = 16;
+constexpr int kRows = 6;            // R: rows of a register tile
+constexpr int kPanelColumns = 64;   // x's columns packed at a time
+#if RG_CPU_CAP_LEVEL > 0
+constexpr int kLanes = simd::kLanes;
+constexpr int kTileVecs = kLanes == 16 ? 4 : 2;  // J: vectors across a tile (64 or 16 columns)
+#else
+constexpr int kLanes = 16;  // the plain loop's "vectors": arrays of 16
+constexpr int kTileVecs = 4;
+#endif
 
 struct Operands {
   const float* dy;  // [B,T,N]
@@ -56,32 +63,33 @@ struct Rows {
   int64_t x_stride;
 };
 
-#if defined(__AVX512F__)
+#if RG_CPU_CAP_LEVEL > 0
 // Adds the R x J tile of one sequence's product (T rows of `in`) into acc (rows acc_stride
 // apart); prefetches the tile at `next` (same layout; may be null), which comes after it.
 template <int R, int J>
 void tile_product(const Rows& in, int64_t T, float* acc, int64_t acc_stride, const float* next) {
-  __m512 c[R][J];
+  using namespace simd;
+  F c[R][J];
   for (int i = 0; i < R; ++i)
-    for (int j = 0; j < J; ++j) c[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < J; ++j) c[i][j] = zero();
   const float *dy = in.dy, *x = in.x;
-  constexpr int kLinesPerRow = J * kLanes * sizeof(float) / 64;  // 64-byte lines
+  constexpr int kLinesPerRow = (J * kLanes * sizeof(float) + 63) / 64;  // 64-byte lines
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride) {
     if (next && t < R * kLinesPerRow)
-      _mm_prefetch(reinterpret_cast<const char*>(next + t / kLinesPerRow * acc_stride +
-                                                 t % kLinesPerRow * (64 / sizeof(float))),
-                   _MM_HINT_T0);
-    __m512 xv[J];
-    for (int j = 0; j < J; ++j) xv[j] = _mm512_loadu_ps(x + j * kLanes);
+      __builtin_prefetch(next + t / kLinesPerRow * acc_stride +
+                             t % kLinesPerRow * int64_t(64 / sizeof(float)),
+                         0, 3);
+    F xv[J];
+    for (int j = 0; j < J; ++j) xv[j] = load(x + j * kLanes);
     for (int i = 0; i < R; ++i) {
-      const __m512 a = _mm512_set1_ps(dy[i]);
-      for (int j = 0; j < J; ++j) c[i][j] = _mm512_fmadd_ps(a, xv[j], c[i][j]);
+      const F a = set1(dy[i]);
+      for (int j = 0; j < J; ++j) c[i][j] = fmadd(a, xv[j], c[i][j]);
     }
   }
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < J; ++j) {
       float* d = acc + i * acc_stride + j * kLanes;
-      _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), c[i][j]));
+      store(d, add(load(d), c[i][j]));
     }
 }
 #else
@@ -101,7 +109,7 @@ void tile_product(const Rows& in, int64_t T, float* acc, int64_t acc_stride, con
 // acc (dweight); the columns are read from `panel`, sequence b's x[:, k0:k0+64) packed.
 template <int R, int J>
 void tile(const Operands& o, int64_t b, int64_t n0, int64_t k0, const float* panel, float* acc) {
-  const Rows in{o.dy + b * o.T * o.N + n0, o.N, panel, kVecs * kLanes};
+  const Rows in{o.dy + b * o.T * o.N + n0, o.N, panel, kPanelColumns};
   float* mine = acc + n0 * o.K + k0;
   tile_product<R, J>(in, o.T, mine, o.K, n0 + 2 * R <= o.N ? mine + R * o.K : nullptr);
 }
@@ -114,23 +122,24 @@ void element(const Operands& o, int64_t b, int64_t n, int64_t k, float* acc) {
   acc[n * o.K + k] += s;
 }
 
-// Rows [n0, n0 + R) by the columns [k0, k0 + width), width <= 64: whole vectors by a tile,
-// the remaining columns one by one.
+// Rows [n0, n0 + R) by the columns [k0, k0 + width), width <= kPanelColumns: whole tiles,
+// then a narrower tile of the whole vectors left, then the remaining columns one by one.
 template <int R>
 void rows_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_t width,
                    const float* panel, float* acc) {
-  switch (width / kLanes) {
-    case 4:
-      tile<R, 4>(o, b, n0, k0, panel, acc);
-      break;
+  constexpr int64_t tile_width = kTileVecs * kLanes;
+  int64_t c = 0;
+  for (; c + tile_width <= width; c += tile_width)
+    tile<R, kTileVecs>(o, b, n0, k0 + c, panel + c, acc);
+  switch ((width - c) / kLanes) {
     case 3:
-      tile<R, 3>(o, b, n0, k0, panel, acc);
+      if constexpr (kTileVecs > 3) tile<R, 3>(o, b, n0, k0 + c, panel + c, acc);
       break;
     case 2:
-      tile<R, 2>(o, b, n0, k0, panel, acc);
+      if constexpr (kTileVecs > 2) tile<R, 2>(o, b, n0, k0 + c, panel + c, acc);
       break;
     case 1:
-      tile<R, 1>(o, b, n0, k0, panel, acc);
+      tile<R, 1>(o, b, n0, k0 + c, panel + c, acc);
       break;
     default:
       break;
@@ -162,7 +171,7 @@ void block_by_panel(const Operands& o, int64_t b, int64_t n0, int64_t k0, int64_
 float* panel_buffer(int64_t T) {
   constexpr size_t kLine = 64, kPad = kLine / sizeof(float);
   thread_local std::vector<float> buffer;
-  const size_t floats = size_t(T) * kVecs * kLanes + kPad;
+  const size_t floats = size_t(T) * kPanelColumns + kPad;
   if (buffer.size() < floats) buffer.resize(floats);
   const auto address = reinterpret_cast<uintptr_t>(buffer.data());
   return reinterpret_cast<float*>((address + kLine - 1) & ~(kLine - 1));
@@ -175,7 +184,7 @@ float* panel_buffer(int64_t T) {
 void pack_panel(const Operands& o, int64_t b, int64_t k0, int64_t width, float* panel) {
   const float* x = o.x + b * o.T * o.K + k0;
   for (int64_t t = 0; t < o.T; ++t)
-    std::copy(x + t * o.K, x + t * o.K + width, panel + t * kVecs * kLanes);
+    std::copy(x + t * o.K, x + t * o.K + width, panel + t * kPanelColumns);
 }
 
 // Tasks own blocks of kRows rows of dweight. Sequences go outermost: x[b]'s 64-column panel
@@ -184,7 +193,7 @@ void pack_panel(const Operands& o, int64_t b, int64_t k0, int64_t width, float* 
 // (Row blocks outermost, all B*T rows per tile, read x from L2 or beyond once per block:
 // 70-80 GFLOP/s at GPT 4 x 256's shapes instead of 150.)
 void weight_grad_f32(const Operands& o, float* out) {
-  const int64_t blocks = (o.N + kRows - 1) / kRows, width = kVecs * kLanes;
+  const int64_t blocks = (o.N + kRows - 1) / kRows, width = kPanelColumns;
   const int64_t block_work = std::max<int64_t>(1, kRows * o.K * o.B * o.T);
   parallel_for(blocks, std::max<int64_t>(1, (int64_t(1) << 20) / block_work),
                [&](int64_t first, int64_t last) {
@@ -226,4 +235,4 @@ void register_linear_weight_grad_kernels(KernelTable& k) {
   k.linear_weight_grad = linear_weight_grad;
 }
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -12,6 +12,7 @@
 // epilogue: gemm_f32's register tiles start from the bias; on Eigen each block of output rows
 // starts as the broadcast bias (or zero) and the product is accumulated into it (`noalias()
 // +=`), instead of Eigen zeroing the block and a separate add pass over the whole output.
+#include "kernels/cpu/capability.h"
 #include <algorithm>
 #include <type_traits>
 
@@ -31,7 +32,7 @@
 #include "kernels/cpu/tensor_utils.h"
 #include "kernels/linear_shapes.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 // Multiply-adds below which a product is not split across threads (about 0.1 ms).
@@ -238,4 +239,4 @@ void register_matmul_kernels(KernelTable& k) {
   k.matmul = matmul;
   k.linear = linear;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

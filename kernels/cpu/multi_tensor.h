@@ -2,13 +2,14 @@
 // tensor cut into fixed chunks of `chunk` elements, in list order. The cut depends on the
 // shapes only, never on the thread count, so reductions over it are deterministic.
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "core/parallel.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
 struct ChunkItem {
   int64_t tensor, begin, end;  // elements [begin, end) of tensor `tensor`
@@ -30,4 +31,4 @@ inline int64_t grain_items(const std::vector<ChunkItem>& items, int64_t total_el
   return std::max<int64_t>(1, kGrainSize * int64_t(items.size()) / total_elements);
 }
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -3,12 +3,13 @@
 // bf16). The numbers depend only on (seed, offset, i), so the result is the same for any
 // thread count and on every device. Non-contiguous outputs are written through their
 // strides (element i still means the i-th element in row-major order).
+#include "kernels/cpu/capability.h"
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "core/philox.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 template <typename T>
@@ -46,4 +47,4 @@ void random(const Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) 
 }  // namespace
 
 void register_random_kernels(KernelTable& k) { k.random = random; }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -6,6 +6,7 @@
 // Determinism: sums accumulate in double (int64 for integers) over fixed chunks of kChunk
 // elements with 16 fixed lanes, and chunk partials combine in order, so the bits never
 // depend on the thread count. bf16 computes in float (double for sums).
+#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -15,7 +16,7 @@
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kChunk = 16384;  // fixed chunk of a long row: part of the result's definition
@@ -237,4 +238,4 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
 }  // namespace
 
 void register_reduce_kernels(KernelTable& k) { k.reduce = reduce; }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

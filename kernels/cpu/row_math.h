@@ -1,63 +1,60 @@
 // f32 row primitives for the row kernels (softmax, cross-entropy, layernorm, attention): each
-// is one SIMD pass over a contiguous row. exp is core/vec_math.h's exp_f32: with AVX-512 its
-// 16-lane form exp16 below, else the compiler's vectorisation of the scalar function. Sums
+// is one SIMD pass over a contiguous row. exp is core/vec_math.h's exp_f32: with AVX-512 or
+// AVX2 its vector form exp_vec below (kernels/cpu/simd.h), else the compiler's vectorisation
+// of the scalar function. Sums
 // accumulate in double (one double lane per float lane; `omp simd` lets the compiler split the
 // sum into lanes, so the order differs from a sequential sum only at double rounding, far
-// below float resolution), except that the AVX-512 exp_sum adds blocks of 4 vectors in float
+// below float resolution), except that the vector exp_sum adds blocks of 4 vectors in float
 // first (under one float ulp, see there). The f64 kernels keep their sequential loops.
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <cstdint>
 #include <limits>
 
 #include "core/vec_math.h"
-#include "kernels/cpu/avx512_intrinsics.h"
+#include "kernels/cpu/simd.h"
 
-namespace rg::cpu::row {
+namespace rg::cpu::RG_CPU_CAP::row {
 
-#if defined(__AVX512F__)
-// vec::exp_f32 on 16 lanes in AVX-512's own instructions, with the same bits: the clamp by
-// min/max (max(c, x) passes a NaN x through, so NaN stays NaN, its payload not kept), the same
-// reduction and polynomial, and 2^n by vscalefps, one rounding as exp_f32's two exact
-// power-of-2 products then its one rounding.
+#if RG_CPU_CAP_LEVEL > 0
+using simd::F;
+using simd::Mask;
+
+// vec::exp_f32 on a vector in the capability's own instructions, with the same bits: the
+// clamp by min/max (max(c, x) passes a NaN x through, so NaN stays NaN, its payload not kept),
+// the same reduction and polynomial, and 2^n by simd::scale_by_pow2, one rounding as
+// exp_f32's two exact power-of-2 products then its one rounding.
 // The compiler's vectorisation of exp_f32 took 45 instructions a vector (blends for the
-// clamp, integer halving of n), this 14.
-inline __m512 exp16(__m512 x) {
+// clamp, integer halving of n), this 14 with AVX-512.
+inline F exp_vec(F x) {
   using namespace vec::exp_constants;
-  const auto c = [](float v) { return _mm512_set1_ps(v); };
-  const __m512 xc = _mm512_min_ps(c(kHighest), _mm512_max_ps(c(kLowest), x));
-  const __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(xc, c(kLog2e), c(kRound)), c(kRound));
-  __m512 r = _mm512_fmadd_ps(nf, c(-kLn2Hi), xc);
-  r = _mm512_fmadd_ps(nf, c(-kLn2Lo), r);
-  __m512 p = _mm512_fmadd_ps(c(kTaylor[0]), r, c(kTaylor[1]));
-  for (int k = 2; k < 8; ++k) p = _mm512_fmadd_ps(p, r, c(kTaylor[k]));
-  return _mm512_scalef_ps(p, nf);
+  using namespace simd;
+  const F xc = min(set1(kHighest), max(set1(kLowest), x));
+  const F nf = sub(fmadd(xc, set1(kLog2e), set1(kRound)), set1(kRound));
+  F r = fmadd(nf, set1(-kLn2Hi), xc);
+  r = fmadd(nf, set1(-kLn2Lo), r);
+  F p = fmadd(set1(kTaylor[0]), r, set1(kTaylor[1]));
+  for (int k = 2; k < 8; ++k) p = fmadd(p, r, set1(kTaylor[k]));
+  return scale_by_pow2(p, nf);
 }
 
-// The lanes of a vector holding the row's last `left` (< 16) elements.
-inline __mmask16 tail_mask(int64_t left) { return __mmask16((1u << left) - 1); }
-
-// f(16 lanes of x - shift, lane mask) for each vector of the row [0, n): whole vectors
-// unmasked, then the tail (if any) masked, its missing lanes read as 0.
-template <typename F>
-inline void for_each_vector(const float* x, int64_t n, float shift, F f) {
-  const __m512 s = _mm512_set1_ps(shift);
+// f(index, lanes of x - shift, lane mask) for each vector of the row [0, n): whole vectors
+// unmasked, then the tail (if any) masked, its missing lanes read as 0 (and never loaded).
+template <typename Fn>
+inline void for_each_vector(const float* x, int64_t n, float shift, Fn f) {
+  using namespace simd;
+  const F s = set1(shift);
+  constexpr int64_t L = kLanes;
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {  // two at a time: their instruction chains interleave
-    f(i, _mm512_sub_ps(_mm512_loadu_ps(x + i), s), __mmask16(0xffff));
-    f(i + 16, _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s), __mmask16(0xffff));
+  for (; i + 2 * L <= n; i += 2 * L) {  // two at a time: their instruction chains interleave
+    f(i, sub(load(x + i), s), all_lanes());
+    f(i + L, sub(load(x + i + L), s), all_lanes());
   }
-  for (; i + 16 <= n; i += 16) f(i, _mm512_sub_ps(_mm512_loadu_ps(x + i), s), __mmask16(0xffff));
+  for (; i + L <= n; i += L) f(i, sub(load(x + i), s), all_lanes());
   if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    f(i, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s), m);
+    const Mask m = first_lanes(n - i);
+    f(i, sub(load_masked(m, x + i), s), m);
   }
-}
-
-// The 16 lanes of e added to the double lanes (low, high).
-inline void add_to_double_lanes(__m512 e, __m512d& low, __m512d& high) {
-  low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-  high = _mm512_add_pd(
-      high, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
 }
 
 // Asks for the cache line holding p in the first-level cache (no fault if p is past the end).
@@ -71,29 +68,30 @@ inline void prefetch_line(const float* p) { __builtin_prefetch(p, /*rw=*/0, /*lo
 // next_row (may be null): n floats the caller reads next; one of its lines is prefetched with
 // each vector computed here, so its memory reads hide behind these exps. (All of its lines at
 // once, before this row, filled the load buffers and stalled: 7% faster, against 27% spread.)
-inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift,
-                             const float* next_row) {
-  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
-  const __m512 s = _mm512_set1_ps(shift);
+inline double exp_sum_vec(float* y, const float* x, int64_t n, float shift,
+                          const float* next_row) {
+  using namespace simd;
+  constexpr int64_t L = kLanes;
+  D low = zero_double(), high = zero_double();
+  const F s = set1(shift);
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    __m512 e[4];
+  for (; i + 4 * L <= n; i += 4 * L) {
+    F e[4];
     for (int k = 0; k < 4; ++k) {
-      if (next_row) prefetch_line(next_row + i + 16 * k);
-      e[k] = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16 * k), s));
-      if (y) _mm512_storeu_ps(y + i + 16 * k, e[k]);
+      if (next_row) prefetch_line(next_row + i + L * k);
+      e[k] = exp_vec(sub(load(x + i + L * k), s));
+      if (y) store(y + i + L * k, e[k]);
     }
-    add_to_double_lanes(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])), low,
-                        high);
+    add_to_double_lanes(add(add(e[0], e[1]), add(e[2], e[3])), low, high);
   }
-  for_each_vector(x + i, n - i, shift, [&](int64_t j, __m512 v, __mmask16 m) {
+  for_each_vector(x + i, n - i, shift, [&](int64_t j, F v, Mask m) {
     if (next_row) prefetch_line(next_row + i + j);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp16(v));
-    if (y) _mm512_mask_storeu_ps(y + i + j, m, e);
+    const F e = zero_outside(m, exp_vec(v));
+    if (y) store_masked(y + i + j, m, e);
     add_to_double_lanes(e, low, high);
   });
-  alignas(64) double lanes[8];  // (not _mm512_reduce_add_pd: GCC 12 warns inside it)
-  _mm512_store_pd(lanes, _mm512_add_pd(low, high));
+  double lanes[kLanes / 2];  // (not a reduce intrinsic: GCC 12 warns inside AVX-512's)
+  store_double(lanes, add_double(low, high));
   double sum = 0;
   for (double lane : lanes) sum += lane;
   return sum;
@@ -102,20 +100,22 @@ inline double exp_sum_avx512(float* y, const float* x, int64_t n, float shift,
 
 // max of x[0..n), -inf for an empty row; NaN entries are skipped as std::max skips them
 inline float max(const float* x, int64_t n) {
-#if defined(__AVX512F__)
-  // Four running maxima (one was a chain of dependent vmaxps, 4 cycles a vector);
-  // _mm512_max_ps(v, m) gives m where v is NaN.
-  __m512 m[4];
-  for (auto& lane : m) lane = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+#if RG_CPU_CAP_LEVEL > 0
+  // Four running maxima (one was a chain of dependent maxima, 4 cycles a vector);
+  // simd::max(v, m) gives m where v is NaN; a tail's missing lanes are -inf.
+  using namespace simd;
+  constexpr int64_t L = kLanes;
+  const F lowest = set1(-std::numeric_limits<float>::infinity());
+  F m[4] = {lowest, lowest, lowest, lowest};
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64)
-    for (int k = 0; k < 4; ++k) m[k] = _mm512_max_ps(_mm512_loadu_ps(x + i + 16 * k), m[k]);
-  for (; i < n; i += 16) {
-    const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : tail_mask(n - i);
-    m[0] = _mm512_mask_max_ps(m[0], lanes, _mm512_maskz_loadu_ps(lanes, x + i), m[0]);
+  for (; i + 4 * L <= n; i += 4 * L)
+    for (int k = 0; k < 4; ++k) m[k] = simd::max(load(x + i + L * k), m[k]);
+  for (; i < n; i += L) {
+    const Mask lanes = n - i >= L ? all_lanes() : first_lanes(n - i);
+    m[0] = simd::max(select(lanes, lowest, load_masked(lanes, x + i)), m[0]);
   }
-  alignas(64) float all[16];
-  _mm512_store_ps(all, _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+  float all[kLanes];
+  store(all, simd::max(simd::max(m[0], m[1]), simd::max(m[2], m[3])));
   float best = all[0];
   for (float v : all) best = v > best ? v : best;
   return best;
@@ -128,11 +128,11 @@ inline float max(const float* x, int64_t n) {
 }
 
 // sum of exp(x - shift); writes the exps to y when y is not null. next_row: see
-// exp_sum_avx512 (a hint only; unused without AVX-512).
+// exp_sum_vec (a hint only; unused without vectors).
 inline double exp_sum(float* y, const float* x, int64_t n, float shift,
                       const float* next_row = nullptr) {
-#if defined(__AVX512F__)
-  return exp_sum_avx512(y, x, n, shift, next_row);
+#if RG_CPU_CAP_LEVEL > 0
+  return exp_sum_vec(y, x, n, shift, next_row);
 #else
   (void)next_row;
   double s = 0;
@@ -153,10 +153,9 @@ inline double exp_sum(float* y, const float* x, int64_t n, float shift,
 
 // y = exp(x - shift), no sum (attention's backward recomputing probabilities)
 inline void exp_shift(float* y, const float* x, int64_t n, float shift) {
-#if defined(__AVX512F__)
-  for_each_vector(x, n, shift, [&](int64_t i, __m512 v, __mmask16 m) {
-    _mm512_mask_storeu_ps(y + i, m, exp16(v));
-  });
+#if RG_CPU_CAP_LEVEL > 0
+  for_each_vector(x, n, shift,
+                  [&](int64_t i, F v, Mask m) { simd::store_masked(y + i, m, exp_vec(v)); });
 #else
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32(x[i] - shift);
@@ -167,10 +166,11 @@ inline void exp_shift(float* y, const float* x, int64_t n, float shift) {
 // gradient, from the row's max and log-sum-exp kept apart)
 inline void scaled_exp(float* y, const float* x, int64_t n, float shift, float offset,
                        float scale) {
-#if defined(__AVX512F__)
-  const __m512 o = _mm512_set1_ps(offset), g = _mm512_set1_ps(scale);
-  for_each_vector(x, n, shift, [&](int64_t i, __m512 v, __mmask16 m) {
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(exp16(_mm512_sub_ps(v, o)), g));
+#if RG_CPU_CAP_LEVEL > 0
+  using namespace simd;
+  const F o = set1(offset), g = set1(scale);
+  for_each_vector(x, n, shift, [&](int64_t i, F v, Mask m) {
+    store_masked(y + i, m, mul(exp_vec(sub(v, o)), g));
   });
 #else
 #pragma omp simd
@@ -228,4 +228,4 @@ inline void layernorm_grad_sums(const float* dy, const float* w, const float* x,
   *gx_sum = b;
 }
 
-}  // namespace rg::cpu::row
+}  // namespace rg::cpu::RG_CPU_CAP::row

@@ -2,12 +2,13 @@
 // (one floating dtype), in one parallel pass over fixed chunks (kernels/cpu/multi_tensor.h).
 // s is the scale as stored in the dtype (the op passes it already rounded); the product is
 // taken in the compute type (float for bf16) and rounded once: the bits of x.mul_(s).
+#include "kernels/cpu/capability.h"
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/multi_tensor.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kChunk = 16384;
@@ -40,4 +41,4 @@ void scale_multi(const std::vector<Tensor>& tensors, double scale) {
 }  // namespace
 
 void register_scale_multi_kernels(KernelTable& k) { k.scale_multi = scale_multi; }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

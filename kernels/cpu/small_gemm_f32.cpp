@@ -1,28 +1,34 @@
 // Small f32 GEMM without packing (see small_gemm_f32.h): c (+)= alpha * op(a) @ b.
 //
-// Algorithm: register tiles of up to kRows rows of c by up to kVecs 16-float vectors of
-// columns. For each p the tile loads its vectors of b's row p and broadcasts its kRows scalars
+// Algorithm: register tiles of up to kRows rows of c by up to kVecs vectors of columns
+// (kernels/cpu/simd.h: 4 of 16 floats with AVX-512, 2 of 8 with AVX2). For each p the tile loads its vectors of b's row p and broadcasts its kRows scalars
 // of op(a)'s column p (a row-major slice or its transpose: only the scalars' strides differ),
 // one FMA per vector and scalar; the tile stays in registers for the whole k, then is scaled
-// by alpha and stored or added to c. Column blocks of 64 go outermost, so the block of b
-// (k x 64 floats) stays in L1 while every row tile reads it. Nothing is packed: the operands
+// by alpha and stored or added to c. Column blocks of a tile's width go outermost, so the
+// block of b (k x 64 or k x 16 floats) stays in L1 while every row tile reads it. Nothing is packed: the operands
 // are tiles already in L1, where packing them cost as much as the product.
 //
 // Numerics: each element is the chain of its k products in order of p, one FMA each (a
 // multiply and an add in the portable loop), in f32; then one multiply by alpha, and with
 // `accumulate` one FMA into c's value.
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/small_gemm_f32.h"
 
 #include <algorithm>
 
-#include "kernels/cpu/avx512_intrinsics.h"
+#include "kernels/cpu/simd.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int kRows = 6;  // rows of a register tile
-constexpr int kVecs = 4;  // 16-float vectors across a tile: 64 columns
-constexpr int kLanes = 16;
+#if RG_CPU_CAP_LEVEL > 0
+constexpr int kLanes = simd::kLanes;
+constexpr int kVecs = kLanes == 16 ? 4 : 2;  // vectors across a tile: 64 (AVX-512) or 16 columns
+#else
+constexpr int kLanes = 16;  // the plain loop's "vectors": arrays of 16
+constexpr int kVecs = 4;
+#endif
 
 struct Operands {
   const float* a;
@@ -35,32 +41,31 @@ struct Operands {
   bool accumulate;
 };
 
-#if defined(__AVX512F__)
+#if RG_CPU_CAP_LEVEL > 0
 constexpr bool kTuned = true;
 
 // The R x J tile at row i0, column j0 of c.
 template <int R, int J>
 void tile(const Operands& o, int64_t i0, int64_t j0) {
-  __m512 acc[R][J];
+  using namespace simd;
+  F acc[R][J];
   for (int i = 0; i < R; ++i)
-    for (int j = 0; j < J; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < J; ++j) acc[i][j] = zero();
   const float* a = o.a + i0 * o.a_row;
   const float* b = o.b + j0;
   for (int64_t p = 0; p < o.k; ++p, a += o.a_col, b += o.ldb) {
-    __m512 bv[J];
-    for (int j = 0; j < J; ++j) bv[j] = _mm512_loadu_ps(b + j * kLanes);
+    F bv[J];
+    for (int j = 0; j < J; ++j) bv[j] = load(b + j * kLanes);
     for (int i = 0; i < R; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i * o.a_row]);
-      for (int j = 0; j < J; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+      const F av = set1(a[i * o.a_row]);
+      for (int j = 0; j < J; ++j) acc[i][j] = fmadd(av, bv[j], acc[i][j]);
     }
   }
-  const __m512 alpha = _mm512_set1_ps(o.alpha);
+  const F alpha = set1(o.alpha);
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < J; ++j) {
       float* c = o.c + (i0 + i) * o.ldc + j0 + j * kLanes;
-      const __m512 v = o.accumulate ? _mm512_fmadd_ps(acc[i][j], alpha, _mm512_loadu_ps(c))
-                                    : _mm512_mul_ps(acc[i][j], alpha);
-      _mm512_storeu_ps(c, v);
+      store(c, o.accumulate ? fmadd(acc[i][j], alpha, load(c)) : mul(acc[i][j], alpha));
     }
 }
 #else
@@ -103,9 +108,11 @@ void tile_of_rows(int rows, const Operands& o, int64_t i0, int64_t j0) {
 void any_tile(int rows, int vecs, const Operands& o, int64_t i0, int64_t j0) {
   switch (vecs) {
     case 4:
-      return tile_of_rows<4>(rows, o, i0, j0);
+      if constexpr (kVecs >= 4) return tile_of_rows<4>(rows, o, i0, j0);
+      [[fallthrough]];
     case 3:
-      return tile_of_rows<3>(rows, o, i0, j0);
+      if constexpr (kVecs >= 3) return tile_of_rows<3>(rows, o, i0, j0);
+      [[fallthrough]];
     case 2:
       return tile_of_rows<2>(rows, o, i0, j0);
     default:
@@ -145,4 +152,4 @@ void small_gemm_f32(float* c, int64_t ldc, const float* a, int64_t a_row, int64_
   if (whole < n) columns_left(o, m, whole, n);
 }
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

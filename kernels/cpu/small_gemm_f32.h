@@ -2,11 +2,13 @@
 // (kernels/cpu/attention.cpp), where Eigen spent as long packing both operands of each
 // 64 x 64 x 64 product as multiplying them (docs/performance.md, change 13).
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <cstdint>
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
-// True when this build has the tuned kernel (AVX-512) and n suits it (a multiple of 16):
+// True when this capability has the tuned kernel (AVX-512, AVX2) and n suits it (a multiple
+// of the vector's lanes):
 // callers then prefer small_gemm_f32 to Eigen. The portable loop runs (and is tested) anyway.
 bool small_gemm_f32_fits(int64_t n);
 
@@ -18,4 +20,4 @@ void small_gemm_f32(float* c, int64_t ldc, const float* a, int64_t a_row, int64_
                     const float* b, int64_t ldb, int64_t m, int64_t k, int64_t n, float alpha,
                     bool accumulate);
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

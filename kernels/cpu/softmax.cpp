@@ -5,6 +5,7 @@
 // f32 rows take SIMD passes (kernels/cpu/row_math.h: vectorised exp, lane-wise double sums).
 //   softmax:      y = exp(x - max) / sum          log: y = x - max - log(sum)
 //   backward:     dx = y * (dy - sum(dy * y))     log: dx = dy - exp(y) * sum(dy)
+#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -14,7 +15,7 @@
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kColumnBlock = 64;
@@ -217,4 +218,4 @@ void register_softmax_kernels(KernelTable& k) {
   k.softmax = softmax;
   k.softmax_backward = softmax_backward;
 }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -4,13 +4,14 @@
 // write a tight loop (and a contiguous fast path when every stride equals the item size).
 // Outer runs are split across threads with rg::parallel_for.
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <array>
 #include <cstdint>
 
 #include "core/parallel.h"
 #include "core/tensor.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
 template <int N>
 struct StridedLoop {
@@ -96,4 +97,4 @@ struct StridedLoop {
   }
 };
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

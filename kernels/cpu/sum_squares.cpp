@@ -5,6 +5,7 @@
 // (kernels/cpu/reduce.cpp, same kChunk and lanes) applied to square(x.to(f64)), so the result
 // is bit-identical to sum(square(x.to(f64))) and independent of the thread count. The square
 // and the add are kept apart (no fused multiply-add), as two kernels would round them.
+#include "kernels/cpu/capability.h"
 #include <vector>
 
 #include "core/dispatch.h"
@@ -12,7 +13,7 @@
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/multi_tensor.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
 constexpr int64_t kChunk = 16384;  // = reduce.cpp's kChunk: part of the result's definition
@@ -75,4 +76,4 @@ void sum_squares_multi(const Tensor& out, const std::vector<Tensor>& tensors) {
 }  // namespace
 
 void register_sum_squares_kernels(KernelTable& k) { k.sum_squares_multi = sum_squares_multi; }
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -3,13 +3,14 @@
 // (i64 or i32, any strides) into a vector, and pick a fixed-size chunking that does not
 // depend on the thread count (so parallel reductions give the same bits for any team).
 #pragma once
+#include "kernels/cpu/capability.h"
 #include <cstdint>
 #include <vector>
 
 #include "core/op_table.h"
 #include "kernels/builtin.h"
 
-namespace rg::cpu {
+namespace rg::cpu::RG_CPU_CAP {
 
 // `t` itself when it is already contiguous with `dtype`, else a contiguous copy.
 inline Tensor contiguous_as(const Tensor& t, DType dtype) {
@@ -33,4 +34,4 @@ inline std::vector<int64_t> read_indices(const Tensor& indices, const char* op) 
   return std::vector<int64_t>(p, p + flat.numel());
 }
 
-}  // namespace rg::cpu
+}  // namespace rg::cpu::RG_CPU_CAP

@@ -4,9 +4,11 @@
 # an on/off flag); a bad value exits 2 with an error naming the bench and the flag. Runs one
 # benchmark, as a smoke test: bench/ddp on a tiny GPT, on threads and on tcp processes (it
 # crashed on AVX-512 machines, issue 10).
-# Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP   (paths of the built programs)
+# Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP SUPPORTED (paths of the built
+# programs; SUPPORTED exits 77 when the CPU lacks RG_CPU_CAPABILITY: then this test is skipped)
 set -u
-ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5
+ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5 supported=$6
+"$supported" || exit 77
 failures=0
 fail() {
   echo "FAIL: $*"

@@ -2,6 +2,7 @@
 // in the dtype and their sum in double, against an f64 reference, against the composition it
 // replaces (matmul per sequence, then the reduce kernel's sum), across thread counts, and at
 // every tile edge (rows 1-6 of a register tile, 16-64 columns, single columns).
+#include "tests/kernels_cpu/guarded_buffer.h"
 #include "tests/kernels_cpu/helpers.h"
 
 namespace rg::test {
@@ -58,6 +59,29 @@ TEST_CASE("linear_weight_grad gives the same bits on 1 and 2 threads, and zeros 
   fill_random(none, rng);
   cpu().linear_weight_grad(none, empty({0, 3, 5}), empty({0, 3, 20}));
   CHECK(values(none) == std::vector<double>(100, 0.0));
+}
+
+
+TEST_CASE("linear_weight_grad reads nothing past its operands' ends") {
+  // Regression: the plain loop of the non-AVX-512 build read dy beyond its last row (a SIGSEGV
+  // in bench/ddp's 16-wide model on an AVX2 CPU). Each operand here ends where a guard page
+  // starts, at the shapes of narrow models and at every row-tile remainder.
+  std::mt19937 rng(13);
+  const int64_t shapes[][4] = {{1, 16, 512, 16}, {1, 16, 48, 16}, {2, 5, 7, 16}, {1, 3, 1, 8},
+                               {3, 17, 13, 64},  {1, 2, 5, 24},   {2, 7, 11, 70}, {1, 1, 3, 1}};
+  for (const auto& s : shapes) {
+    const int64_t B = s[0], T = s[1], N = s[2], K = s[3];
+    GuardedBuffer dy_memory(size_t(B * T * N) * 4), x_memory(size_t(B * T * K) * 4);
+    GuardedBuffer out_memory(size_t(N * K) * 4);
+    Tensor dy = from_blob(dy_memory.data(), {B, T, N}), x = from_blob(x_memory.data(), {B, T, K});
+    Tensor dweight = from_blob(out_memory.data(), {N, K});
+    fill_random(dy, rng);
+    fill_random(x, rng);
+    cpu().linear_weight_grad(dweight, dy, x);
+    check_close(values(dweight), reference(dy, x), tolerance(DType::f32) * 10,
+                str("guarded linear_weight_grad B=", B, " T=", T, " N=", N, " K=", K),
+                double(B * T));
+  }
 }
 
 }  // namespace

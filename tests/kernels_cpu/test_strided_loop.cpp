@@ -33,6 +33,6 @@ void check_reversed_copy(int dims) {
 }  // namespace
 
 TEST_CASE("strided loop: unmergeable dims on both sides of the odometer's stack capacity") {
-  static_assert(rg::cpu::StridedLoop<2>::kInlineDims == 16);
+  static_assert(rg::cpu::RG_CPU_CAP::StridedLoop<2>::kInlineDims == 16);
   for (int dims : {3, 17, 18, 19}) check_reversed_copy(dims);  // 16, 17 and 18 outer dims
 }

@@ -17,7 +17,7 @@ TEST_CASE("transpose_f32 transposes whole and partial 16 x 16 blocks") {
       const int64_t ld_src = cols + 3, ld_dst = rows + 5;
       std::vector<float> src(rows * ld_src), dst(cols * ld_dst, -1.f);
       for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
-      rg::cpu::transpose_f32(dst.data(), ld_dst, src.data(), ld_src, rows, cols);
+      rg::cpu::RG_CPU_CAP::transpose_f32(dst.data(), ld_dst, src.data(), ld_src, rows, cols);
       int64_t wrong = 0, outside = 0;
       for (int64_t c = 0; c < cols; ++c)
         for (int64_t r = 0; r < ld_dst; ++r) {

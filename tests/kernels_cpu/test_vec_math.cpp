@@ -75,9 +75,9 @@ TEST_CASE(
   y.resize(x.size());
   z.resize(x.size());
   w.resize(x.size());
-  rg::cpu::row::exp_shift(y.data(), x.data(), int64_t(x.size()), 0.0f);
-  rg::cpu::row::exp_sum(z.data(), x.data(), int64_t(x.size()), 0.0f);
-  rg::cpu::row::scaled_exp(w.data(), x.data(), int64_t(x.size()), 0.0f, 0.0f, 1.0f);
+  rg::cpu::RG_CPU_CAP::row::exp_shift(y.data(), x.data(), int64_t(x.size()), 0.0f);
+  rg::cpu::RG_CPU_CAP::row::exp_sum(z.data(), x.data(), int64_t(x.size()), 0.0f);
+  rg::cpu::RG_CPU_CAP::row::scaled_exp(w.data(), x.data(), int64_t(x.size()), 0.0f, 0.0f, 1.0f);
   int64_t differ = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = rg::vec::exp_f32(x[i]);
@@ -96,18 +96,18 @@ TEST_CASE("row_math: exp_sum's sum, exp_sum's and scaled_exp's stores in every t
     for (int64_t i = 0; i < n; ++i) x[i] = 0.37f * float(i) - 5.0f;
     double want = 0;
     for (int64_t i = 0; i < n; ++i) want += double(rg::vec::exp_f32(x[i] - 1.5f));
-    const double got = rg::cpu::row::exp_sum(y.data(), x.data(), n, 1.5f);
+    const double got = rg::cpu::RG_CPU_CAP::row::exp_sum(y.data(), x.data(), n, 1.5f);
     CHECK(got == doctest::Approx(want).epsilon(2.4e-7));  // 2^-22
     CHECK(y[n] == -7.0f);                                 // nothing written past the row
     for (int64_t i = 0; i < n; ++i) CHECK(y[i] == rg::vec::exp_f32(x[i] - 1.5f));
-    rg::cpu::row::scaled_exp(y.data(), x.data(), n, 1.5f, 0.25f, -0.5f);
+    rg::cpu::RG_CPU_CAP::row::scaled_exp(y.data(), x.data(), n, 1.5f, 0.25f, -0.5f);
     CHECK(y[n] == -7.0f);
     for (int64_t i = 0; i < n; ++i) CHECK(y[i] == rg::vec::exp_f32((x[i] - 1.5f) - 0.25f) * -0.5f);
-    CHECK(rg::cpu::row::exp_sum(nullptr, x.data(), n, 1.5f) ==
+    CHECK(rg::cpu::RG_CPU_CAP::row::exp_sum(nullptr, x.data(), n, 1.5f) ==
           doctest::Approx(want).epsilon(2.4e-7));
     // prefetching a next row changes nothing: the same sum and stores, bit for bit
     std::vector<float> next(n, 3.0f), z(n + 1, -7.0f);
-    CHECK(rg::cpu::row::exp_sum(z.data(), x.data(), n, 1.5f, next.data()) == got);
+    CHECK(rg::cpu::RG_CPU_CAP::row::exp_sum(z.data(), x.data(), n, 1.5f, next.data()) == got);
     CHECK(z[n] == -7.0f);
     for (int64_t i = 0; i < n; ++i) CHECK(z[i] == rg::vec::exp_f32(x[i] - 1.5f));
     CHECK(next == std::vector<float>(n, 3.0f));
@@ -121,6 +121,6 @@ TEST_CASE("row_math: max over every tail length, NaN entries skipped") {
     if (n > 3) x[n / 2] = std::nanf("");
     float want = -std::numeric_limits<float>::infinity();
     for (float v : x) want = v > want ? v : want;
-    CHECK(rg::cpu::row::max(x.data(), n) == want);
+    CHECK(rg::cpu::RG_CPU_CAP::row::max(x.data(), n) == want);
   }
 }

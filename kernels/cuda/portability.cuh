@@ -74,34 +74,47 @@ inline size_t max_shared_bytes_optin() { return kMaxSharedBytesOptin; }
 
 constexpr int warpSize = 32;
 
-inline void __syncthreads() { ::rg::sim::syncthreads(); }
-inline void __syncwarp(unsigned mask = 0xffffffffu) {
-  ::rg::sim::warp_op(::rg::sim::WarpOpKind::sync, mask, 0, 0, 32);
+// Each barrier and warp op takes its call site as a last, defaulted argument (see
+// rg::sim::CallSite): sim's reports name the kernel's line however the wrapper was inlined.
+inline void __syncthreads(::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  ::rg::sim::syncthreads(site);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  ::rg::sim::warp_op(::rg::sim::WarpOpKind::sync, mask, 0, 0, 32, site);
 }
 template <typename T>
-T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
-  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl, mask, v, src_lane, width);
+T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,
+              ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl, mask, v, src_lane, width, site);
 }
 template <typename T>
-T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_up, mask, v, int(delta), width);
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32,
+                 ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_up, mask, v, int(delta), width, site);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_down, mask, v, int(delta), width);
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,
+                   ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_down, mask, v, int(delta), width,
+                                  site);
 }
 template <typename T>
-T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
-  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_xor, mask, v, lane_mask, width);
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,
+                  ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return ::rg::sim::warp_exchange(::rg::sim::WarpOpKind::shfl_xor, mask, v, lane_mask, width, site);
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) {
-  return unsigned(::rg::sim::warp_op(::rg::sim::WarpOpKind::ballot, mask, pred != 0, 0, 32));
+inline unsigned __ballot_sync(unsigned mask, int pred,
+                              ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return unsigned(::rg::sim::warp_op(::rg::sim::WarpOpKind::ballot, mask, pred != 0, 0, 32, site));
 }
-inline int __all_sync(unsigned mask, int pred) {
-  return int(::rg::sim::warp_op(::rg::sim::WarpOpKind::all, mask, pred != 0, 0, 32));
+inline int __all_sync(unsigned mask, int pred,
+                      ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return int(::rg::sim::warp_op(::rg::sim::WarpOpKind::all, mask, pred != 0, 0, 32, site));
 }
-inline int __any_sync(unsigned mask, int pred) {
-  return int(::rg::sim::warp_op(::rg::sim::WarpOpKind::any, mask, pred != 0, 0, 32));
+inline int __any_sync(unsigned mask, int pred,
+                      ::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  return int(::rg::sim::warp_op(::rg::sim::WarpOpKind::any, mask, pred != 0, 0, 32, site));
 }
 
 // ---- atomics: real atomics, since several host threads may run kernels on shared memory

@@ -51,7 +51,7 @@ struct Fiber {
   unsigned mask = 0;
   int arg = 0, width = kWarpSize;
   uint64_t value = 0, result = 0;
-  const void* pc = nullptr;  // call site of the barrier or warp op it waits at
+  CallSite site;  // where the kernel calls the barrier or warp op it waits at
   std::exception_ptr error;
 };
 
@@ -123,10 +123,10 @@ void resume(Worker& w, Fiber& f) {
 }
 
 // Parks the running fiber in `state` and returns to the scheduler.
-void park(Worker& w, FiberState state, const void* pc) {
+void park(Worker& w, FiberState state, CallSite site) {
   Fiber* f = w.current;
   f->state = state;
-  f->pc = pc;
+  f->site = site;
   fiber_switch(f->context, w.scheduler);
 }
 
@@ -167,13 +167,13 @@ int shuffle_source(const Fiber& f, int lane) {
   return (src < segment || src >= segment + width) ? -1 : src;
 }
 
+std::string where(CallSite site) { return str(site.file ? site.file : "??", ":", site.line); }
+
 // A synchronisation error (compute-sanitizer's synccheck): reported to sim-check with the
-// call site, then thrown.
-[[noreturn]] void sync_error(const std::string& message, const void* pc,
-                             const void* other_pc = nullptr) {
-  check::report_sync_error("synccheck: " + message, pc, other_pc);
-  std::string at = pc ? check::source_line(pc) : "??:0";  // known with line tables
-  RG_FAIL("sim: ", message, at.rfind("??", 0) == 0 ? "" : " at " + at);
+// call site (and the other one of a pair), then thrown.
+[[noreturn]] void sync_error(const std::string& message, CallSite site, CallSite other = {}) {
+  check::report_sync_error("synccheck: " + message, site, other);
+  RG_FAIL("sim: ", message, " at ", where(site), other.file ? " and " + where(other) : "");
 }
 
 // A shuffle's source lane must be one of the mask's (a GPU gives an undefined value
@@ -187,7 +187,7 @@ void check_sources(const Worker& w, const Fiber* lanes, unsigned group, unsigned
           str("kernel '", w.spec->name, "' ", block_str(w.block), " warp ", warp, ": lane ", g,
               " of ", op_str(lanes[g].op), " reads lane ", src, ", which is not in the mask 0x",
               std::hex, lanes[g].mask, " (undefined on a GPU)"),
-          lanes[g].pc);
+          lanes[g].site);
   }
 }
 
@@ -209,18 +209,18 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
     if (!(group >> l & 1))
       sync_error(str(at, ": lane ", l, " calls ", op_str(f.op), " with mask 0x", std::hex, f.mask,
                      " that excludes itself"),
-                 f.pc);
+                 f.site);
     if (f.mask & ~exists)
       sync_error(
           str(at, ": ", op_str(f.op), " with mask 0x", std::hex, f.mask, " in a partial warp of ",
               std::dec, count, " lanes names lanes that do not exist (undefined on a GPU)"),
-          f.pc);
+          f.site);
     if ((group & waiting) != group)
       sync_error(str(at, ": ", op_str(f.op), " with mask 0x", std::hex, f.mask,
                      " reached by lanes 0x", waiting & group,
                      " only (the others returned or wait at "
                      "__syncthreads): a GPU would hang or give undefined results"),
-                 f.pc);
+                 f.site);
     RG_CHECK(f.width > 0 && f.width <= kWarpSize && (f.width & (f.width - 1)) == 0, "sim: kernel '",
              name, "': ", op_str(f.op), " width ", f.width, " is not a power of two <= 32");
     for (int g = 0; g < count; ++g) {
@@ -228,7 +228,7 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
       if (lanes[g].op != f.op || lanes[g].mask != f.mask)
         sync_error(str(at, ": lanes ", l, " and ", g, " wait at different warp ops (", op_str(f.op),
                        ", ", op_str(lanes[g].op), ") with the same lanes"),
-                   lanes[g].pc);
+                   lanes[g].site);
     }
     check_sources(w, lanes, group, lo / kWarpSize);
     check::on_warp_sync(lo, group);
@@ -270,15 +270,14 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
 
 // Every thread waits at a barrier: the same one, or the block diverged. The compiler may
 // duplicate one source barrier (unswitching a loop), so call sites are compared by source
-// line (known where the objects carry line tables: sim-check builds, -g builds).
+// line, which each barrier carries (CallSite), not by code address.
 void check_same_barrier(const Worker& w, unsigned n) {
   for (unsigned i = 1; i < n; ++i)
-    if (w.fibers[i].pc != w.fibers[0].pc &&
-        check::source_line(w.fibers[i].pc) != check::source_line(w.fibers[0].pc))
+    if (w.fibers[i].site != w.fibers[0].site)
       sync_error(str("kernel '", w.spec->name, "' ", block_str(w.block), ": threads 0 and ", i,
                      " wait at different __syncthreads() call sites (a divergent barrier: "
                      "undefined on a GPU)"),
-                 w.fibers[i].pc, w.fibers[0].pc);
+                 w.fibers[i].site, w.fibers[0].site);
 }
 
 void run_block_fibers(Worker& w, unsigned n) {
@@ -307,13 +306,12 @@ void run_block_fibers(Worker& w, unsigned n) {
     for (unsigned i = 0; i < n; ++i) at_barrier += w.fibers[i].state == FiberState::at_barrier;
     if (at_barrier == 0) return;
     if (at_barrier != n) {
-      const void* pc = nullptr;
-      for (unsigned i = 0; i < n && !pc; ++i)
-        if (w.fibers[i].state == FiberState::at_barrier) pc = w.fibers[i].pc;
+      unsigned waiting = 0;  // the first thread at the barrier (there is one)
+      while (w.fibers[waiting].state != FiberState::at_barrier) ++waiting;
       sync_error(str("kernel '", w.spec->name, "' ", block_str(w.block),
                      ": __syncthreads() reached by ", at_barrier, " of ", n,
                      " threads (the others returned): a GPU would hang or corrupt shared memory"),
-                 pc);
+                 w.fibers[waiting].site);
     }
     check_same_barrier(w, n);
     for (unsigned i = 0; i < n; ++i) w.fibers[i].state = FiberState::ready;
@@ -422,17 +420,15 @@ void run_grid(const LaunchSpec& spec, KernelBody body) {
   check::on_launch_end();
 }
 
-// The call site of a barrier or warp op: the return address into the kernel (the inline
-// wrappers of portability.cuh are inlined at -O1 and above; at -O0 all sites look alike).
-#define RG_CALL_SITE (static_cast<const char*>(__builtin_return_address(0)) - 1)
-
-void syncthreads() {
+// `site` is the kernel's call (CallSite::here() in the dialect's wrappers).
+void syncthreads(CallSite site) {
   Worker& w = worker();
   check_in_fiber(w, "__syncthreads()");
-  park(w, FiberState::at_barrier, RG_CALL_SITE);
+  park(w, FiberState::at_barrier, site);
 }
 
-uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width) {
+uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width,
+                 CallSite site) {
   Worker& w = worker();
   check_in_fiber(w, op_str(kind));
   Fiber* f = w.current;
@@ -441,7 +437,7 @@ uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int wi
   f->value = value;
   f->arg = arg;
   f->width = width;
-  park(w, FiberState::at_warp_op, RG_CALL_SITE);
+  park(w, FiberState::at_warp_op, site);
   return f->result;
 }
 

@@ -75,19 +75,37 @@ void opt_in_dynamic_shared(const void* entry);
 void run_grid(const LaunchSpec& spec, KernelBody body);
 
 // ---- sync points, called from kernel code
-void syncthreads();
+
+// Where kernel code calls a barrier or warp op. The dialect's wrappers (portability.cuh)
+// take it as a default argument, CallSite::here(), which the compiler evaluates at the
+// call: the kernel's own file and line, whatever it inlined and with or without line
+// tables. (A return address named the wrapper's own line wherever it stayed out of line.)
+struct CallSite {
+  const char* file = nullptr;
+  int line = 0;
+  static constexpr CallSite here(const char* f = __builtin_FILE(), int l = __builtin_LINE()) {
+    return {f, l};
+  }
+  // The same line of the same file (the name's copies of different objects may differ).
+  friend bool operator==(CallSite a, CallSite b) {
+    return a.line == b.line &&
+           (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
+  }
+};
+
+void syncthreads(CallSite site);
 
 enum class WarpOpKind : uint8_t { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, all, any };
 // Deposits `value` (<= 8 bytes) for the lanes of `mask`, waits for them, returns the word
 // the op gives this lane (the source lane's value, or the vote result).
-uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width);
+uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width, CallSite site);
 
 template <typename T>
-T warp_exchange(WarpOpKind kind, unsigned mask, T value, int arg, int width) {
+T warp_exchange(WarpOpKind kind, unsigned mask, T value, int arg, int width, CallSite site) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp op on a large type");
   uint64_t word = 0;
   std::memcpy(&word, &value, sizeof(T));
-  word = warp_op(kind, mask, word, arg, width);
+  word = warp_op(kind, mask, word, arg, width, site);
   T out;
   std::memcpy(&out, &word, sizeof(T));
   return out;

@@ -84,10 +84,22 @@ __global__ void warp_ops(int* out) {
   o[7] = sum;
 }
 
+constexpr int kDivergentShuffleLine = __LINE__ + 3;
 __global__ void divergent_shuffle(int* out) {
   int v = int(threadIdx.x);
   if (threadIdx.x < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
   out[threadIdx.x] = v;
+}
+
+// Threads 0..31 and 32..63 wait at different barriers (undefined on a GPU).
+constexpr int kFirstBarrierLine = __LINE__ + 4;
+__global__ void divergent_barriers(int* out) {
+  unsigned t = threadIdx.x;
+  if (t < 32)
+    __syncthreads();
+  else
+    __syncthreads();
+  out[t] = 1;
 }
 
 __global__ void half_warp_shuffle(int* out) {  // legal: the mask names only the active lanes
@@ -172,6 +184,33 @@ TEST_CASE("sim: a full-warp shuffle reached by half the warp throws") {
   std::vector<int> out(32);
   CHECK_THROWS_WITH_AS(launch(divergent_shuffle, config("divergent_shuffle", 1, 32), out.data()),
                        doctest::Contains("divergent_shuffle"), rg::Error);
+}
+
+// The message of the error `launch` throws ("" when it does not throw).
+template <typename F>
+std::string error_of(F&& launch) {
+  try {
+    launch();
+  } catch (const rg::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Each barrier and warp op carries the kernel's call site (rg::sim::CallSite), so errors
+// name the kernel's lines in this file, compiled by g++ without line tables, and
+// divergent barriers are told apart without them.
+TEST_CASE("sim: sync errors name the kernel's lines, without line tables") {
+  auto at = [](int line) { return "tests/kernels/test_interpreter.cpp:" + std::to_string(line); };
+  std::vector<int> out(64);
+  std::string shuffle =
+      error_of([&] { launch(divergent_shuffle, config("divergent_shuffle", 1, 32), out.data()); });
+  CHECK(shuffle.find(at(kDivergentShuffleLine)) != std::string::npos);
+  std::string barriers = error_of(
+      [&] { launch(divergent_barriers, config("divergent_barriers", 1, 64), out.data()); });
+  CHECK(barriers.find("different __syncthreads() call sites") != std::string::npos);
+  CHECK(barriers.find(at(kFirstBarrierLine)) != std::string::npos);
+  CHECK(barriers.find(at(kFirstBarrierLine + 2)) != std::string::npos);
 }
 
 TEST_CASE("sim: launch limits throw naming the kernel") {

@@ -104,6 +104,25 @@ __global__ void transpose_kernel(float* out, const float* in) {
   out[y * 32 + x] = tile[x * kPitch + y];
 }
 
+// The two synccheck bugs again, in kernels clang does not optimise: the dialect's wrappers
+// (__shfl_xor_sync, __syncthreads) stay out of line, as any compiler may leave them (an
+// inlining choice that differs between instruction sets). A report must still name the
+// kernel's line, not the wrapper's. (A float shuffle: the out-of-line wrapper cannot
+// tail-call the interpreter, so its return address lies in the wrapper.)
+[[clang::optnone]] __global__ void unoptimised_shuffle_kernel(int* out) {
+  unsigned t = threadIdx.x;
+  out[t] = int(__shfl_xor_sync(0xffffffffu, float(t), 1));  // LINE: unoptimised shuffle
+}
+
+[[clang::optnone]] __global__ void unoptimised_divergent_kernel(int* out) {
+  unsigned t = threadIdx.x;
+  if (t >= 32)
+    __syncthreads();  // LINE: unoptimised divergent
+  else
+    __syncthreads();  // LINE: unoptimised barrier
+  out[t] = 1;
+}
+
 }  // namespace
 
 void copy_n(float* out, const float* in, int n, bool broken) {
@@ -127,6 +146,12 @@ void divergent_barrier(int* out, bool broken) {
 }
 void partial_warp_shuffle(int* out, bool broken) {
   launch(partial_shuffle_kernel, config("partial_warp_shuffle", dim3(1), dim3(48)), out, broken);
+}
+void unoptimised_partial_shuffle(int* out) {
+  launch(unoptimised_shuffle_kernel, config("unoptimised_shuffle", dim3(1), dim3(48)), out);
+}
+void unoptimised_divergent_barrier(int* out) {
+  launch(unoptimised_divergent_kernel, config("unoptimised_divergent", dim3(1), dim3(64)), out);
 }
 void shuffle_outside_mask(int* out, bool broken) {
   launch(outside_mask_kernel, config("shuffle_outside_mask", dim3(1), dim3(32)), out, broken);

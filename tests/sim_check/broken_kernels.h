@@ -30,6 +30,12 @@ void divergent_barrier(int* out, bool broken);
 // synccheck: a full-mask shuffle in a partial warp (48 threads), or a mask of its lanes.
 void partial_warp_shuffle(int* out, bool broken);
 
+// The same two bugs in unoptimised kernels, where the shuffle and barrier wrappers stay
+// out of line (48 threads: a full-mask shuffle; 64: threads 0..31 and 32..63 at different
+// barriers).
+void unoptimised_partial_shuffle(int* out);
+void unoptimised_divergent_barrier(int* out);
+
 // synccheck: lanes 0..15 shuffle down by 8 with mask 0xffff, so lanes 8..15 read lanes
 // outside the mask (broken), or by xor 1 (inside it).
 void shuffle_outside_mask(int* out, bool broken);

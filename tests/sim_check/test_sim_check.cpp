@@ -146,6 +146,18 @@ TEST_CASE("synccheck: a shuffle reading a lane outside its mask") {
   clean([&] { kt::shuffle_outside_mask(i32(out), false); });
 }
 
+// The wrappers out of line (an unoptimised kernel): a report named by the return address
+// into the wrapper said kernels/sim/interpreter.h:90 (the inlining of __shfl_xor_sync differs
+// between instruction sets). The call site each wrapper takes names the kernel's line.
+TEST_CASE("synccheck: the kernel's line when the wrappers are not inlined") {
+  Tensor out = filled(64, DType::i32, 0);
+  auto reports = reports_of([&] { kt::unoptimised_partial_shuffle(i32(out)); });
+  CHECK(has_report(reports, check::Kind::synccheck, line_of("unoptimised shuffle")));
+  reports = reports_of([&] { kt::unoptimised_divergent_barrier(i32(out)); });
+  CHECK(has_report(reports, check::Kind::synccheck, line_of("unoptimised divergent"),
+                   line_of("unoptimised barrier")));
+}
+
 TEST_CASE("metrics: coalesced and stride-32 accesses, and a transpose's bank conflicts") {
   const int n = 1024;
   Tensor in = filled(32 * n, DType::f32, 1), out = filled(n, DType::f32, 0);

@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+namespace rg::sim {
+struct CallSite;  // interpreter.h
+}
+
 namespace rg::sim::check {
 
 enum class Kind : uint8_t { memcheck, racecheck, initcheck, synccheck };
@@ -94,9 +98,8 @@ void on_block_begin(unsigned bx, unsigned by, unsigned bz);
 void on_barrier_release();
 void on_warp_sync(unsigned first_thread, unsigned lanes);  // a warp op resolved for `lanes`
 void on_warp_stopped();  // the running warp stopped (barrier, exit): flush its requests
-void report_sync_error(const std::string& message, const void* pc, const void* other_pc);
-// "file:line" of a code address ("??:0" without line tables), cached.
-std::string source_line(const void* pc);
+// A synccheck report at the kernel's call `at` (and `other`, e.g. the other barrier).
+void report_sync_error(const std::string& message, const CallSite& at, const CallSite& other);
 // The interpreter's own thread_locals (they share a TLS block with `__shared__` variables).
 std::vector<std::pair<uintptr_t, uintptr_t>> interpreter_tls_ranges();
 

@@ -86,12 +86,13 @@ Report finish(const LaunchState& s, const PendingReport& p) {
   r.kind = p.key.kind;
   r.kernel = s.kernel;
   r.count = p.count;
-  SourceLine at = symbolize(p.key.pc);
+  SourceLine at = p.key.at.file ? SourceLine{p.key.at.file, p.key.at.line} : symbolize(p.key.pc);
   r.file = at.file;
   r.line = at.line;
   r.message = str(p.text, "\n    at ", short_path(at.file), ":", at.line);
-  if (p.key.other_pc) {
-    SourceLine other = symbolize(p.key.other_pc);
+  if (p.key.other_pc || p.key.other.file) {
+    SourceLine other = p.key.other.file ? SourceLine{p.key.other.file, p.key.other.line}
+                                        : symbolize(p.key.other_pc);
     r.other_file = other.file;
     r.other_line = other.line;
     r.message += str("\n    and ", short_path(other.file), ":", other.line);
@@ -117,19 +118,17 @@ std::string function_name(const void* entry) {
   return cache[entry] = lines.empty() ? "??" : lines.front();
 }
 
-std::string source_line(const void* pc) {
-  SourceLine at = symbolize(reinterpret_cast<uintptr_t>(pc));
-  return str(at.file, ":", at.line);
-}
-
 const char* kind_name(Kind kind) {
   const char* names[] = {"memcheck", "racecheck", "initcheck", "synccheck"};
   return names[static_cast<int>(kind)];
 }
 
 void add_report(Kind kind, uintptr_t pc, uintptr_t other_pc, std::string text) {
+  add_report(ReportKey{kind, pc, other_pc}, std::move(text));
+}
+
+void add_report(const ReportKey& key, std::string text) {
   LaunchState& s = launch_state();
-  ReportKey key{kind, pc, other_pc};
   for (PendingReport& p : s.reports)
     if (p.key == key) {
       p.count++;
@@ -145,11 +144,9 @@ void add_report(Kind kind, uintptr_t pc, uintptr_t other_pc, std::string text) {
 std::vector<Report> take_reports() { return std::exchange(t_last, {}); }
 void set_throw_on_report(bool on) { g_throw = on; }
 
-void report_sync_error(const std::string& message, const void* pc, const void* other_pc) {
+void report_sync_error(const std::string& message, const CallSite& at, const CallSite& other) {
   LaunchState& s = launch_state();
-  if (s.active)
-    add_report(Kind::synccheck, reinterpret_cast<uintptr_t>(pc),
-               reinterpret_cast<uintptr_t>(other_pc), message);
+  if (s.active) add_report(ReportKey{Kind::synccheck, 0, 0, at, other}, message);
 }
 
 void on_launch_abort() {

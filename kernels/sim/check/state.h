@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/sim/check/check.h"
+#include "kernels/sim/interpreter.h"
 
 namespace rg::sim::check {
 
@@ -66,9 +67,12 @@ struct PcTrace {
   std::vector<Request> requests;          // by execution number
 };
 
+// Where a report points: code addresses of the instrumented accesses (symbolized at the
+// launch's end), or for synccheck the call sites the kernel passed (file set).
 struct ReportKey {
   Kind kind;
   uintptr_t pc, other_pc;
+  CallSite at{}, other{};
   bool operator==(const ReportKey&) const = default;
 };
 struct PendingReport {
@@ -101,6 +105,7 @@ LaunchState& launch_state();
 Region* find_region(uintptr_t address);  // null when not sim device memory
 uint32_t next_phase();
 void add_report(Kind kind, uintptr_t pc, uintptr_t other_pc, std::string text);
+void add_report(const ReportKey& key, std::string text);
 void record_request(LaunchState& s, Space space, uintptr_t address, uint32_t size, uintptr_t pc,
                     unsigned thread, bool store);
 void flush_requests(LaunchState& s);

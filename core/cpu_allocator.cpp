@@ -95,23 +95,26 @@ SizeClass size_class(size_t n) {
 // A cached block: the link to the next free block of its class lives in the block itself,
 // so freeing never allocates and cannot fail, even when the system is out of memory (the
 // free runs in Storage's destructor, possibly while an out-of-memory error unwinds).
-// A cached block is poisoned whole, its link too: the allocator unpoisons the link while it
-// reads or writes it.
-struct FreeBlock {
-  FreeBlock* next;
-};
-
-FreeBlock* next_of(FreeBlock* block) {
-  unpoison(block, sizeof(FreeBlock));
-  FreeBlock* next = block->next;
-  poison(block, sizeof(FreeBlock));
-  return next;
+// The link is the block's last word, and the only one left unpoisoned while the block is
+// cached: LeakSanitizer skips poisoned words, so it would take the blocks behind a poisoned
+// link for leaks; and a read after free, which most likely starts at the block's start, is
+// still reported.
+void** link_of(void* block, size_t bytes) {
+  return reinterpret_cast<void**>(static_cast<char*>(block) + bytes - sizeof(void*));
 }
 
-FreeBlock* pop(FreeBlock*& head) {
-  FreeBlock* block = head;
-  if (block) head = next_of(block);
+void* pop(void*& head, size_t bytes) {
+  void* block = head;
+  if (block) head = *link_of(block, bytes);
   return block;
+}
+
+void push(void*& head, void* block, size_t bytes) {
+  poison(block, bytes);
+  void** link = link_of(block, bytes);
+  unpoison(link, sizeof(void*));
+  *link = head;
+  head = block;
 }
 
 // A block of `block_bytes` handed out for `nbytes`: only those may be touched.
@@ -125,8 +128,8 @@ struct CpuCachingAllocator {
   explicit CpuCachingAllocator(bool caching) : caching(caching) {}
   const bool caching;  // false: RG_CPU_ALLOCATOR_CACHING=0
   std::mutex mutex;
-  std::array<FreeBlock*, kNumClasses> free_lists{};   // class index -> cached blocks
-  std::array<FreeBlock*, kNumClasses> arena_lists{};  // the same, for shareable arena blocks
+  std::array<void*, kNumClasses> free_lists{};   // class index -> cached blocks
+  std::array<void*, kNumClasses> arena_lists{};  // the same, for shareable arena blocks
   AllocatorStats stats;
 
   void* allocate(size_t nbytes) {
@@ -137,7 +140,7 @@ struct CpuCachingAllocator {
     auto& lists = shareable ? arena_lists : free_lists;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (FreeBlock* block = pop(lists[cls.index])) {
+      if (void* block = pop(lists[cls.index], cls.bytes)) {
         note_alloc(cls.bytes);
         return hand_out(block, nbytes, cls.bytes);
       }
@@ -165,7 +168,6 @@ struct CpuCachingAllocator {
 
   void deallocate(void* p, size_t nbytes) noexcept {
     SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
-    auto* block = static_cast<FreeBlock*>(p);
     const bool in_arena = shareable_arena::contains(p);
     if (!caching && !in_arena) {
       std::free(p);
@@ -178,10 +180,7 @@ struct CpuCachingAllocator {
     if (!caching) shareable_arena::release_pages(p, cls.bytes);
     auto& lists = in_arena ? arena_lists : free_lists;
     std::lock_guard<std::mutex> lock(mutex);
-    unpoison(block, sizeof(FreeBlock));
-    block->next = lists[cls.index];
-    lists[cls.index] = block;
-    poison(block, cls.bytes);  // under the lock: once listed, another thread may hand it out
+    push(lists[cls.index], p, cls.bytes);  // under the lock: once listed, it may be handed out
     stats.allocated -= cls.bytes;
   }
 
@@ -193,13 +192,14 @@ struct CpuCachingAllocator {
   void empty_cache() noexcept {
     std::lock_guard<std::mutex> lock(mutex);
     for (int index = 0; index < kNumClasses; ++index) {
-      while (FreeBlock* block = pop(free_lists[index])) {
-        stats.reserved -= class_bytes(index);
+      const size_t bytes = class_bytes(index);
+      while (void* block = pop(free_lists[index], bytes)) {
+        stats.reserved -= bytes;
         std::free(block);
       }
       // Arena blocks keep their addresses (and stay reserved); their pages go back.
-      for (FreeBlock* block = arena_lists[index]; block; block = next_of(block))
-        shareable_arena::release_pages(block, class_bytes(index));
+      for (void* block = arena_lists[index]; block; block = *link_of(block, bytes))
+        shareable_arena::release_pages(block, bytes);
     }
   }
 

@@ -1,7 +1,7 @@
 // The shareable arena (see the header): one memory file per process, mapped once over its
 // whole size, and a bump pointer. Blocks are never given back to the bump pointer: the
 // allocator caches them by size class, as it caches malloc's blocks, and on empty_cache
-// their pages (all but the first) go back to the system while their addresses stay.
+// their pages (all but the last) go back to the system while their addresses stay.
 //
 // Fork: a pthread_atfork handler replaces, in the child, the shared mapping of the blocks in
 // use by a private copy at the same addresses (mmap, read the file into it, mremap over it)
@@ -175,8 +175,9 @@ void release_pages(void* p, size_t bytes) {
   Arena& a = arena();
   std::lock_guard<std::mutex> lock(a.mutex);
   const Range* range = a.find(p);
-  const auto start = reinterpret_cast<uintptr_t>(p) + kPage;  // blocks are page-aligned
-  const auto end = (reinterpret_cast<uintptr_t>(p) + bytes) / kPage * kPage;
+  // Blocks are page-aligned; the page of the block's last word (the link) stays.
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const auto end = (reinterpret_cast<uintptr_t>(p) + bytes - sizeof(void*)) / kPage * kPage;
   if (range == nullptr || end <= start) return;
   // Shared: punch the pages out of the file; a forked child's private copy: drop them.
   madvise(reinterpret_cast<void*>(start), end - start, range->shared ? MADV_REMOVE : MADV_DONTNEED);

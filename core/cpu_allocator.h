@@ -3,8 +3,8 @@
 //
 // So that AddressSanitizer still sees a read past a tensor's end and a use after free, under
 // it the allocator poisons (ASAN_POISON_MEMORY_REGION) the bytes of a block past the size
-// asked for when it hands the block out, and the whole block while it is cached; such reads
-// are reported as "use-after-poison".
+// asked for when it hands the block out, and the whole block but its last word (the free
+// list's link) while it is cached; such reads are reported as "use-after-poison".
 //
 // RG_CPU_ALLOCATOR_CACHING=0 turns caching off in any build, as PYTORCH_NO_CUDA_MEMORY_CACHING
 // does for PyTorch's CUDA allocator: every free returns the block to the system (std::free;

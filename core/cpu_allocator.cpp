@@ -6,7 +6,11 @@
 // free path never allocates. Blocks are 64-byte aligned;
 // blocks of 2 MiB and more are 2 MiB aligned and advised to use transparent huge pages.
 // Once a process group asks for it, large blocks come from the shareable arena instead
-// (core/shareable_host_memory.h), cached in lists of their own.
+// (core/shareable_host_memory.h), cached in lists of their own. Under AddressSanitizer the
+// bytes that no tensor may read are poisoned, and RG_CPU_ALLOCATOR_CACHING=0 turns the cache
+// off (core/cpu_allocator.h).
+#include "core/cpu_allocator.h"
+
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -19,8 +23,48 @@
 #include "core/error.h"
 #include "core/shareable_host_memory.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RG_ASAN_POISONING 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RG_ASAN_POISONING 1
+#endif
+#ifdef RG_ASAN_POISONING
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace rg {
+
+bool cpu_allocator_caching(const char* value) {
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "1") == 0) return true;
+  RG_CHECK(std::strcmp(value, "0") == 0,
+           "RG_CPU_ALLOCATOR_CACHING: expected 0 (free every block to the system) or 1 (cache "
+           "freed blocks), got '",
+           value, "'");
+  return false;
+}
+
 namespace {
+
+// Under AddressSanitizer: bytes of [p, p + n) that a load or store reports (poison) or may
+// touch again (unpoison). Nothing otherwise.
+void poison(const void* p, size_t n) {
+#ifdef RG_ASAN_POISONING
+  ASAN_POISON_MEMORY_REGION(p, n);
+#else
+  (void)p, (void)n;
+#endif
+}
+
+void unpoison(const void* p, size_t n) {
+#ifdef RG_ASAN_POISONING
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#else
+  (void)p, (void)n;
+#endif
+}
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
@@ -51,14 +95,41 @@ SizeClass size_class(size_t n) {
 // A cached block: the link to the next free block of its class lives in the block itself,
 // so freeing never allocates and cannot fail, even when the system is out of memory (the
 // free runs in Storage's destructor, possibly while an out-of-memory error unwinds).
-struct FreeBlock {
-  FreeBlock* next;
-};
+// The link is the block's last word, and the only one left unpoisoned while the block is
+// cached: LeakSanitizer skips poisoned words, so it would take the blocks behind a poisoned
+// link for leaks; and a read after free, which most likely starts at the block's start, is
+// still reported.
+void** link_of(void* block, size_t bytes) {
+  return reinterpret_cast<void**>(static_cast<char*>(block) + bytes - sizeof(void*));
+}
+
+void* pop(void*& head, size_t bytes) {
+  void* block = head;
+  if (block) head = *link_of(block, bytes);
+  return block;
+}
+
+void push(void*& head, void* block, size_t bytes) {
+  poison(block, bytes);
+  void** link = link_of(block, bytes);
+  unpoison(link, sizeof(void*));
+  *link = head;
+  head = block;
+}
+
+// A block of `block_bytes` handed out for `nbytes`: only those may be touched.
+void* hand_out(void* p, size_t nbytes, size_t block_bytes) {
+  poison(p, block_bytes);
+  unpoison(p, nbytes);
+  return p;
+}
 
 struct CpuCachingAllocator {
+  explicit CpuCachingAllocator(bool caching) : caching(caching) {}
+  const bool caching;  // false: RG_CPU_ALLOCATOR_CACHING=0
   std::mutex mutex;
-  std::array<FreeBlock*, kNumClasses> free_lists{};   // class index -> cached blocks
-  std::array<FreeBlock*, kNumClasses> arena_lists{};  // the same, for shareable arena blocks
+  std::array<void*, kNumClasses> free_lists{};   // class index -> cached blocks
+  std::array<void*, kNumClasses> arena_lists{};  // the same, for shareable arena blocks
   AllocatorStats stats;
 
   void* allocate(size_t nbytes) {
@@ -69,10 +140,9 @@ struct CpuCachingAllocator {
     auto& lists = shareable ? arena_lists : free_lists;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (FreeBlock* block = lists[cls.index]) {
-        lists[cls.index] = block->next;
+      if (void* block = pop(lists[cls.index], cls.bytes)) {
         note_alloc(cls.bytes);
-        return block;
+        return hand_out(block, nbytes, cls.bytes);
       }
     }
     void* p = shareable ? shareable_arena::allocate(cls.bytes) : nullptr;
@@ -86,7 +156,7 @@ struct CpuCachingAllocator {
     stats.reserved += cls.bytes;
     stats.system_allocs++;
     note_alloc(cls.bytes);
-    return p;
+    return hand_out(p, nbytes, cls.bytes);
   }
 
   static void* system_allocate(size_t bytes) {
@@ -98,11 +168,19 @@ struct CpuCachingAllocator {
 
   void deallocate(void* p, size_t nbytes) noexcept {
     SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
-    auto* block = static_cast<FreeBlock*>(p);
-    auto& lists = shareable_arena::contains(p) ? arena_lists : free_lists;
+    const bool in_arena = shareable_arena::contains(p);
+    if (!caching && !in_arena) {
+      std::free(p);
+      std::lock_guard<std::mutex> lock(mutex);
+      stats.allocated -= cls.bytes;
+      stats.reserved -= cls.bytes;
+      return;
+    }
+    // An arena block keeps its address (the arena never takes one back); its pages go back.
+    if (!caching) shareable_arena::release_pages(p, cls.bytes);
+    auto& lists = in_arena ? arena_lists : free_lists;
     std::lock_guard<std::mutex> lock(mutex);
-    block->next = lists[cls.index];
-    lists[cls.index] = block;
+    push(lists[cls.index], p, cls.bytes);  // under the lock: once listed, it may be handed out
     stats.allocated -= cls.bytes;
   }
 
@@ -114,14 +192,14 @@ struct CpuCachingAllocator {
   void empty_cache() noexcept {
     std::lock_guard<std::mutex> lock(mutex);
     for (int index = 0; index < kNumClasses; ++index) {
-      while (FreeBlock* block = free_lists[index]) {
-        free_lists[index] = block->next;
-        stats.reserved -= class_bytes(index);
+      const size_t bytes = class_bytes(index);
+      while (void* block = pop(free_lists[index], bytes)) {
+        stats.reserved -= bytes;
         std::free(block);
       }
       // Arena blocks keep their addresses (and stay reserved); their pages go back.
-      for (FreeBlock* block = arena_lists[index]; block; block = block->next)
-        shareable_arena::release_pages(block, class_bytes(index));
+      for (void* block = arena_lists[index]; block; block = *link_of(block, bytes))
+        shareable_arena::release_pages(block, bytes);
     }
   }
 
@@ -135,10 +213,11 @@ struct CpuCachingAllocator {
 
 CpuCachingAllocator& cpu_allocator() {
   static auto* a = [] {
+    const bool caching = cpu_allocator_caching(std::getenv("RG_CPU_ALLOCATOR_CACHING"));
     // A forked child's arena blocks are its private copy (core/shareable_host_memory.cpp):
     // its cached ones must not be handed out as shareable when it makes an arena of its own.
     pthread_atfork(nullptr, nullptr, [] { cpu_allocator().arena_lists.fill(nullptr); });
-    return new CpuCachingAllocator();
+    return new CpuCachingAllocator(caching);
   }();  // never destroyed: tensors may outlive main
   return *a;
 }

@@ -1,13 +1,13 @@
 // The shareable arena (see the header): one memory file per process, mapped once over its
 // whole size, and a bump pointer. Blocks are never given back to the bump pointer: the
 // allocator caches them by size class, as it caches malloc's blocks, and on empty_cache
-// their pages (all but the first) go back to the system while their addresses stay.
+// their pages (all but the last) go back to the system while their addresses stay.
 //
 // Fork: a pthread_atfork handler replaces, in the child, the shared mapping of the blocks in
-// use by a private copy at the same addresses (mmap, copy, mremap over it) and drops the
-// rest of the file, so the child's tensors keep their contents and parent and child never
-// write each other's memory. The copy's range stays known (its blocks are freed into the
-// arena lists, never to malloc), and a child that makes a group of its own gets a new arena.
+// use by a private copy at the same addresses (mmap, read the file into it, mremap over it)
+// and drops the rest of the file, so the child's tensors keep their contents and parent and
+// child never write each other's memory. The copy's range stays known (its blocks are freed into
+// the arena lists, never to malloc), and a child that makes a group of its own gets a new arena.
 #include "core/shareable_host_memory.h"
 
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
+#include <cerrno>
 #include <mutex>
 
 namespace rg {
@@ -28,6 +28,20 @@ constexpr size_t kPage = 4096;
 constexpr int kMaxRanges = 16;  // the arena, and a private copy per fork that made a new one
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// Reads the first `bytes` of file `fd` into `dst`. The fork handler copies the arena's blocks
+// so (the file holds what its mapping shows), not with memcpy: under AddressSanitizer the
+// cpu allocator poisons the tails of blocks and the cached blocks (core/cpu_allocator.h),
+// and memcpy would report reading them. The child keeps that poisoning.
+bool read_file(int fd, char* dst, size_t bytes) {
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = pread(fd, dst + done, bytes - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 // Address space that holds (or held) arena blocks: a shared arena, or a child's copy of one.
 struct Range {
@@ -93,8 +107,8 @@ struct Arena {
     if (in_use > 0) {
       void* copy =
           mmap(nullptr, in_use, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (copy == MAP_FAILED) _exit(127);  // the child could not keep its memory
-      std::memcpy(copy, range->base, in_use);
+      if (copy == MAP_FAILED || !read_file(fd, static_cast<char*>(copy), in_use))
+        _exit(127);  // the child could not keep its memory
       if (mremap(copy, in_use, in_use, MREMAP_MAYMOVE | MREMAP_FIXED, range->base) == MAP_FAILED)
         _exit(127);
     }
@@ -161,8 +175,9 @@ void release_pages(void* p, size_t bytes) {
   Arena& a = arena();
   std::lock_guard<std::mutex> lock(a.mutex);
   const Range* range = a.find(p);
-  const auto start = reinterpret_cast<uintptr_t>(p) + kPage;  // blocks are page-aligned
-  const auto end = (reinterpret_cast<uintptr_t>(p) + bytes) / kPage * kPage;
+  // Blocks are page-aligned; the page of the block's last word (the link) stays.
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const auto end = (reinterpret_cast<uintptr_t>(p) + bytes - sizeof(void*)) / kPage * kPage;
   if (range == nullptr || end <= start) return;
   // Shared: punch the pages out of the file; a forked child's private copy: drop them.
   madvise(reinterpret_cast<void*>(start), end - start, range->shared ? MADV_REMOVE : MADV_DONTNEED);

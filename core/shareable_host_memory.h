@@ -33,7 +33,7 @@ namespace shareable_arena {
 // For the cpu allocator (core/cpu_allocator.cpp), which keeps freed arena blocks in lists
 // of their own: whether a new block of `bytes` should come from the arena, a fresh arena
 // block (nullptr when the arena is full), whether p lies in an arena (or a forked child's
-// copy of one: never malloc's), and returning the pages of a cached block except its first
+// copy of one: never malloc's), and returning the pages of a cached block except its last
 // (where the free list's link lives).
 bool wants(size_t bytes);
 void* allocate(size_t bytes);

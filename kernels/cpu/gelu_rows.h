@@ -25,14 +25,15 @@ namespace rg::cpu::RG_CPU_CAP::row {
 
 #if RG_CPU_CAP_LEVEL > 0
 // GELU = x sigma(2u) with sigma(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/pi) (x + 0.044715 x^3).
-// The same formulas as the table's, with the same roundings in the same order (no FMA: the
-// build does not contract the scalar rows' products either), so strided and contiguous
-// tensors agree (tests/kernels_cpu/test_gelu_rows.cpp): u's cubic is large where the
-// exponent is, and e^{-2u} turns one rounding of u there into 1e-5 of the result.
+// The same formulas as the table's, with the roundings the compiler gives the scalar rows of
+// the vector capabilities (which contract a * b + c into an FMA: kernels/cpu/meson.build), so
+// strided and contiguous tensors agree (tests/kernels_cpu/test_gelu_rows.cpp): u's cubic is
+// large where the exponent is, and e^{-2u} turns one rounding of u there into 1e-5 of the
+// result.
 inline F gelu_tanh_sigmoid(F x) {
   using namespace simd;
   const F cubic = mul(mul(set1(float(scalar::kGeluCubic)), x), x);
-  const F inner = add(x, mul(cubic, x));
+  const F inner = fmadd(cubic, x, x);
   const F e = exp_vec(mul(set1(float(-2 * scalar::kGeluScale)), inner));
   const F one = set1(1.0f);
   return div(one, add(one, e));
@@ -52,9 +53,9 @@ inline void gelu_tanh_backward(float* dx, const float* g, const float* x, int64_
   const F cubic3 = set1(float(3 * scalar::kGeluCubic));
   for_each_vector(x, n, 0.0f, [&](int64_t i, F v, Mask m) {
     const F s = gelu_tanh_sigmoid(v);
-    const F du = mul(scale, add(one, mul(mul(cubic3, v), v)));
+    const F du = mul(scale, fmadd(mul(cubic3, v), v, one));
     const F slope = mul(mul(mul(two, v), s), sub(one, s));
-    const F grad = add(s, mul(slope, du));
+    const F grad = fmadd(slope, du, s);
     store_masked(dx + i, m, mul(load_masked(m, g + i), grad));
   });
 }

@@ -29,8 +29,11 @@ grep -q "^cpu capability: avx2 (cpu supports baseline, avx2)" <<<"$out" ||
 out=$(RG_CPU_CAPABILITY=avx512 on_avx2 "$ddp" 1 16 1 --backend threads 2>&1)
 grep -q "RG_CPU_CAPABILITY=avx512: this CPU does not support avx512" <<<"$out" ||
   fail "RG_CPU_CAPABILITY=avx512 on the AVX2 CPU was not refused by name: $out"
+# The guard-page test of the weight gradient is left to the native runs (kernels_cpu@avx2):
+# qemu 7.2 emulates a scalar FMA with a memory operand (vfmadd231ss (mem), ...) by a wider
+# load, which faults on the guard page where the CPU reads only the 4 bytes.
 for test_program in "$kernels_cpu" "$exactness"; do
-  out=$(on_avx2 "$test_program" 2>&1)
+  out=$(on_avx2 "$test_program" --test-case-exclude="*reads nothing past its operands*" 2>&1)
   rc=$?
   [ "$rc" -eq 0 ] || fail "$(basename "$test_program") on the AVX2 CPU exited $rc: $(tail -20 <<<"$out")"
 done

@@ -30,7 +30,8 @@ bool cpu_has_avx512() {
 
 std::string names(const std::vector<CpuCapability>& list) {
   std::string out;
-  for (CpuCapability c : list) out += (out.empty() ? "" : ", ") + std::string(cpu_capability_name(c));
+  for (CpuCapability c : list)
+    out += (out.empty() ? "" : ", ") + std::string(cpu_capability_name(c));
   return out;
 }
 

@@ -36,11 +36,11 @@ namespace {
 void register_cpu_kernels(KernelTable& table) {
   const char* chosen = cpu_capability_name(cpu_capability());
 #define RG_REGISTER_FILE(file) register_##file##_kernels(table);
-#define RG_REGISTER_CPU_CAPABILITY(capability)                           \
-  if (std::string_view(chosen) == #capability) {                         \
-    using namespace cpu::capability;                                     \
-    RG_CPU_KERNEL_FILES(RG_REGISTER_FILE)                                \
-    return;                                                              \
+#define RG_REGISTER_CPU_CAPABILITY(capability)   \
+  if (std::string_view(chosen) == #capability) { \
+    using namespace cpu::capability;             \
+    RG_CPU_KERNEL_FILES(RG_REGISTER_FILE)        \
+    return;                                      \
   }
   RG_CPU_CAPABILITIES(RG_REGISTER_CPU_CAPABILITY)
 #undef RG_REGISTER_CPU_CAPABILITY

@@ -4,11 +4,11 @@
 // file compiled for that capability could run one of its instructions.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 #include "core/cpu_capability.h"
 

@@ -5,12 +5,12 @@
 // the bits of one call per tensor.
 // Clipping folds in: each gradient element is read as T(g * T(grad_scale)), the rounding of
 // g.mul_(grad_scale), so a step with grad_scale s equals scaling the gradients then stepping.
-#include "kernels/cpu/capability.h"
 #include <cmath>
 
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "kernels/adamw_scalars.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/multi_tensor.h"
 
 namespace rg::cpu::RG_CPU_CAP {

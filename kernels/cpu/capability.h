@@ -44,4 +44,3 @@
 #endif
 #define RG_CPU_CAP baseline
 #endif
-

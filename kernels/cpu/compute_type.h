@@ -1,10 +1,10 @@
 // The type a CPU kernel computes in for a storage type: bf16 is widened to float,
 // everything else computes in itself.
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <type_traits>
 
 #include "core/dispatch.h"
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -5,12 +5,12 @@
 // Rows whose target equals ignore_index get loss 0 and a zero gradient row. Targets are
 // checked before any parallel region. Sums of exp accumulate in double; bf16 computes in
 // float; contiguous f32 rows take SIMD passes (kernels/cpu/row_math.h).
-#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"

@@ -3,8 +3,9 @@
 // 25x its 1-thread time). EigenSingleThread makes the calling thread's Eigen products
 // single-threaded for its scope, restoring the previous team size after.
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <omp.h>
+
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -4,13 +4,13 @@
 // the op is a template parameter (its scalar functor from core/elementwise_scalar.h), not a
 // per-element switch. Every kernel walks its tensors with StridedLoop and has a contiguous
 // fast path the compiler can vectorise. bf16 computes in float.
-#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <initializer_list>
 #include <utility>
 
 #include "core/elementwise_scalar.h"
 #include "core/op_table.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/gelu_rows.h"
 #include "kernels/cpu/strided_loop.h"
@@ -55,10 +55,10 @@ template <typename Fn, typename T>
 using out_t = std::conditional_t<Fn::rule == DTypeRule::boolean, bool, T>;
 
 // The op table's float rows whose exp dominates their cost, on AVX-512 or AVX2 loops
-// (gelu_rows.h) when every tensor is contiguous: GELU, tanh (AVX-512, 1M floats, 1 thread: forward 0.66 -> 0.39 ns an
-// element, level with add; forward + backward through autograd 1.8 -> 1.3) and exact (4M
-// floats, 1 thread: forward 11-14 -> 0.70 ns, gradient 17-21 -> 0.92), and their gradients.
-// Returns false where the generated loop runs.
+// (gelu_rows.h) when every tensor is contiguous: GELU, tanh (AVX-512, 1M floats, 1 thread: forward
+// 0.66 -> 0.39 ns an element, level with add; forward + backward through autograd 1.8 -> 1.3) and
+// exact (4M floats, 1 thread: forward 11-14 -> 0.70 ns, gradient 17-21 -> 0.92), and their
+// gradients. Returns false where the generated loop runs.
 template <typename Fn>
 bool row_kernel(const Tensor& out, std::initializer_list<const Tensor*> ins) {
 #if RG_CPU_CAP_LEVEL > 0

@@ -5,11 +5,11 @@
 // Indices are checked before any parallel region. The backward groups positions by vocab
 // row (stable counting sort) and gives each row to one thread: no atomics, no races, and
 // the sum order (ascending n) does not depend on the thread count.
-#include "kernels/cpu/capability.h"
 #include <cstring>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
 

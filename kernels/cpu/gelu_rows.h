@@ -15,10 +15,10 @@
 // small values of Phi relatively exact where the table's 1 + erf(x / sqrt 2) cancels. Near 0
 // a polynomial of its own (normal_cdf).
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
 
 #include "core/elementwise_scalar.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/row_math.h"
 
 namespace rg::cpu::RG_CPU_CAP::row {

@@ -21,13 +21,13 @@
 // registers) and AVX2 (8 lanes, tile 6 x 16, 12 accumulators of 16 registers); the baseline
 // build runs the same loops on arrays, which the tests run but the matmul kernel does not
 // (gemm_f32_tuned() false: Eigen stays faster there).
-#include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm_f32.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/transpose_f32.h"
 

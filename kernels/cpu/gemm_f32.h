@@ -1,8 +1,9 @@
 // ringgrad's own single-threaded f32 GEMM for the CPU (gemm_f32.cpp): the products of linear's
 // forward and of its input gradient, where it beats Eigen's (docs/performance.md, change 10).
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
+
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -7,11 +7,11 @@
 //             they are reduced column-block-wise over rows in order, so the result does
 //             not depend on the thread count.
 // f32 rows sum with SIMD passes in double lanes (kernels/cpu/row_math.h); f64 stays sequential.
-#include "kernels/cpu/capability.h"
 #include <cmath>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
 #include "kernels/cpu/tensor_utils.h"

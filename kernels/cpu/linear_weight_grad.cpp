@@ -17,8 +17,8 @@
 // outermost, so one sequence's 64-column panel of x stays in L1 while the row blocks read it. Tasks
 // own row blocks and every element sees the sequences in b order: the result does not depend on the
 // thread count. AVX-512 and AVX2 use kernels/cpu/simd.h's vectors (tiles of 6 x 64 and
-// 6 x 16 columns); the baseline build the same loop on 16-float arrays. Columns narrower than a vector take a
-// scalar loop. f64: Eigen's product per sequence, accumulated into the result.
+// 6 x 16 columns); the baseline build the same loop on 16-float arrays. Columns narrower than a
+// vector take a scalar loop. f64: Eigen's product per sequence, accumulated into the result.
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/simd.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
@@ -38,8 +38,8 @@
 namespace rg::cpu::RG_CPU_CAP {
 namespace {
 
-constexpr int kRows = 6;            // R: rows of a register tile
-constexpr int kPanelColumns = 64;   // x's columns packed at a time
+constexpr int kRows = 6;           // R: rows of a register tile
+constexpr int kPanelColumns = 64;  // x's columns packed at a time
 #if RG_CPU_CAP_LEVEL > 0
 constexpr int kLanes = simd::kLanes;
 constexpr int kTileVecs = kLanes == 16 ? 4 : 2;  // J: vectors across a tile (64 or 16 columns)
@@ -76,9 +76,9 @@ void tile_product(const Rows& in, int64_t T, float* acc, int64_t acc_stride, con
   constexpr int kLinesPerRow = (J * kLanes * sizeof(float) + 63) / 64;  // 64-byte lines
   for (int64_t t = 0; t < T; ++t, dy += in.dy_stride, x += in.x_stride) {
     if (next && t < R * kLinesPerRow)
-      __builtin_prefetch(next + t / kLinesPerRow * acc_stride +
-                             t % kLinesPerRow * int64_t(64 / sizeof(float)),
-                         0, 3);
+      __builtin_prefetch(
+          next + t / kLinesPerRow * acc_stride + t % kLinesPerRow * int64_t(64 / sizeof(float)), 0,
+          3);
     F xv[J];
     for (int j = 0; j < J; ++j) xv[j] = load(x + j * kLanes);
     for (int i = 0; i < R; ++i) {

@@ -12,9 +12,10 @@
 // epilogue: gemm_f32's register tiles start from the bias; on Eigen each block of output rows
 // starts as the broadcast bias (or zero) and the product is accumulated into it (`noalias()
 // +=`), instead of Eigen zeroing the block and a separate add pass over the whole output.
-#include "kernels/cpu/capability.h"
 #include <algorithm>
 #include <type_traits>
+
+#include "kernels/cpu/capability.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"  // inside Eigen 3.4's AVX bf16 code

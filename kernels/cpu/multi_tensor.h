@@ -2,12 +2,12 @@
 // tensor cut into fixed chunks of `chunk` elements, in list order. The cut depends on the
 // shapes only, never on the thread count, so reductions over it are deterministic.
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -3,11 +3,11 @@
 // bf16). The numbers depend only on (seed, offset, i), so the result is the same for any
 // thread count and on every device. Non-contiguous outputs are written through their
 // strides (element i still means the i-th element in row-major order).
-#include "kernels/cpu/capability.h"
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "core/philox.h"
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 namespace {

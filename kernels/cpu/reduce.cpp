@@ -6,13 +6,13 @@
 // Determinism: sums accumulate in double (int64 for integers) over fixed chunks of kChunk
 // elements with 16 fixed lanes, and chunk partials combine in order, so the bits never
 // depend on the thread count. bf16 computes in float (double for sums).
-#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
 

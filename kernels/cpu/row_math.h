@@ -7,11 +7,11 @@
 // below float resolution), except that the vector exp_sum adds blocks of 4 vectors in float
 // first (under one float ulp, see there). The f64 kernels keep their sequential loops.
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
 #include <limits>
 
 #include "core/vec_math.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/simd.h"
 
 namespace rg::cpu::RG_CPU_CAP::row {
@@ -68,8 +68,7 @@ inline void prefetch_line(const float* p) { __builtin_prefetch(p, /*rw=*/0, /*lo
 // next_row (may be null): n floats the caller reads next; one of its lines is prefetched with
 // each vector computed here, so its memory reads hide behind these exps. (All of its lines at
 // once, before this row, filled the load buffers and stalled: 7% faster, against 27% spread.)
-inline double exp_sum_vec(float* y, const float* x, int64_t n, float shift,
-                          const float* next_row) {
+inline double exp_sum_vec(float* y, const float* x, int64_t n, float shift, const float* next_row) {
   using namespace simd;
   constexpr int64_t L = kLanes;
   D low = zero_double(), high = zero_double();

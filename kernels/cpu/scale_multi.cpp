@@ -2,9 +2,9 @@
 // (one floating dtype), in one parallel pass over fixed chunks (kernels/cpu/multi_tensor.h).
 // s is the scale as stored in the dtype (the op passes it already rounded); the product is
 // taken in the compute type (float for bf16) and rounded once: the bits of x.mul_(s).
-#include "kernels/cpu/capability.h"
 #include "core/dispatch.h"
 #include "core/op_table.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/multi_tensor.h"
 

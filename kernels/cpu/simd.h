@@ -24,7 +24,7 @@ namespace rg::cpu::RG_CPU_CAP::simd {
 constexpr bool kVectors = true;
 constexpr int kLanes = 16;
 using F = __m512;
-using D = __m512d;    // kLanes / 2 double lanes
+using D = __m512d;       // kLanes / 2 double lanes
 using Mask = __mmask16;  // a bit per lane
 inline F zero() { return _mm512_setzero_ps(); }
 inline F set1(float v) { return _mm512_set1_ps(v); }
@@ -35,8 +35,8 @@ inline F add(F a, F b) { return _mm512_add_ps(a, b); }
 inline F sub(F a, F b) { return _mm512_sub_ps(a, b); }
 inline F mul(F a, F b) { return _mm512_mul_ps(a, b); }
 inline F div(F a, F b) { return _mm512_div_ps(a, b); }
-inline F min(F a, F b) { return _mm512_min_ps(a, b); }  // b where either is NaN
-inline F max(F a, F b) { return _mm512_max_ps(a, b); }  // b where either is NaN
+inline F min(F a, F b) { return _mm512_min_ps(a, b); }                // b where either is NaN
+inline F max(F a, F b) { return _mm512_max_ps(a, b); }                // b where either is NaN
 inline F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }    // a b + c
 inline F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a b
 inline F abs(F a) { return _mm512_abs_ps(a); }
@@ -46,7 +46,9 @@ inline F load_masked(Mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p
 inline void store_masked(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
 inline F zero_outside(Mask m, F v) { return _mm512_maskz_mov_ps(m, v); }
 inline Mask less_than(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
-inline F select(Mask m, F if_false, F if_true) { return _mm512_mask_blend_ps(m, if_false, if_true); }
+inline F select(Mask m, F if_false, F if_true) {
+  return _mm512_mask_blend_ps(m, if_false, if_true);
+}
 // p * 2^n for integral n in [-150, 128] (exp's last step): one rounding.
 inline F scale_by_pow2(F p, F n) { return _mm512_scalef_ps(p, n); }
 // 1 / d to about 2^-27: the 14-bit estimate and one Newton step.
@@ -88,8 +90,12 @@ inline Mask first_lanes(int64_t n) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane));
 }
-inline F load_masked(Mask m, const float* p) { return _mm256_maskload_ps(p, _mm256_castps_si256(m)); }
-inline void store_masked(float* p, Mask m, F v) { _mm256_maskstore_ps(p, _mm256_castps_si256(m), v); }
+inline F load_masked(Mask m, const float* p) {
+  return _mm256_maskload_ps(p, _mm256_castps_si256(m));
+}
+inline void store_masked(float* p, Mask m, F v) {
+  _mm256_maskstore_ps(p, _mm256_castps_si256(m), v);
+}
 inline F zero_outside(Mask m, F v) { return _mm256_and_ps(m, v); }
 inline Mask less_than(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 inline F select(Mask m, F if_false, F if_true) { return _mm256_blendv_ps(if_false, if_true, m); }

@@ -1,21 +1,22 @@
 // Small f32 GEMM without packing (see small_gemm_f32.h): c (+)= alpha * op(a) @ b.
 //
 // Algorithm: register tiles of up to kRows rows of c by up to kVecs vectors of columns
-// (kernels/cpu/simd.h: 4 of 16 floats with AVX-512, 2 of 8 with AVX2). For each p the tile loads its vectors of b's row p and broadcasts its kRows scalars
-// of op(a)'s column p (a row-major slice or its transpose: only the scalars' strides differ),
-// one FMA per vector and scalar; the tile stays in registers for the whole k, then is scaled
-// by alpha and stored or added to c. Column blocks of a tile's width go outermost, so the
-// block of b (k x 64 or k x 16 floats) stays in L1 while every row tile reads it. Nothing is packed: the operands
-// are tiles already in L1, where packing them cost as much as the product.
+// (kernels/cpu/simd.h: 4 of 16 floats with AVX-512, 2 of 8 with AVX2). For each p the tile loads
+// its vectors of b's row p and broadcasts its kRows scalars of op(a)'s column p (a row-major slice
+// or its transpose: only the scalars' strides differ), one FMA per vector and scalar; the tile
+// stays in registers for the whole k, then is scaled by alpha and stored or added to c. Column
+// blocks of a tile's width go outermost, so the block of b (k x 64 or k x 16 floats) stays in L1
+// while every row tile reads it. Nothing is packed: the operands are tiles already in L1, where
+// packing them cost as much as the product.
 //
 // Numerics: each element is the chain of its k products in order of p, one FMA each (a
 // multiply and an add in the portable loop), in f32; then one multiply by alpha, and with
 // `accumulate` one FMA into c's value.
-#include "kernels/cpu/capability.h"
 #include "kernels/cpu/small_gemm_f32.h"
 
 #include <algorithm>
 
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/simd.h"
 
 namespace rg::cpu::RG_CPU_CAP {

@@ -2,8 +2,9 @@
 // (kernels/cpu/attention.cpp), where Eigen spent as long packing both operands of each
 // 64 x 64 x 64 product as multiplying them (docs/performance.md, change 13).
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
+
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

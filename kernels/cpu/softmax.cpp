@@ -5,13 +5,13 @@
 // f32 rows take SIMD passes (kernels/cpu/row_math.h: vectorised exp, lane-wise double sums).
 //   softmax:      y = exp(x - max) / sum          log: y = x - max - log(sum)
 //   backward:     dx = y * (dy - sum(dy * y))     log: dx = dy - exp(y) * sum(dy)
-#include "kernels/cpu/capability.h"
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
 

@@ -4,12 +4,12 @@
 // write a tight loop (and a contiguous fast path when every stride equals the item size).
 // Outer runs are split across threads with rg::parallel_for.
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <array>
 #include <cstdint>
 
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -5,11 +5,11 @@
 // (kernels/cpu/reduce.cpp, same kChunk and lanes) applied to square(x.to(f64)), so the result
 // is bit-identical to sum(square(x.to(f64))) and independent of the thread count. The square
 // and the add are kept apart (no fused multiply-add), as two kernels would round them.
-#include "kernels/cpu/capability.h"
 #include <vector>
 
 #include "core/dispatch.h"
 #include "core/op_table.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/multi_tensor.h"
 

@@ -3,12 +3,12 @@
 // (i64 or i32, any strides) into a vector, and pick a fixed-size chunking that does not
 // depend on the thread count (so parallel reductions give the same bits for any team).
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
 #include <vector>
 
 #include "core/op_table.h"
 #include "kernels/builtin.h"
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

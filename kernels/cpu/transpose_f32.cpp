@@ -2,9 +2,9 @@
 // registers: 32-bit interleaves of row pairs, 64-bit interleaves of pairs of those, then two
 // rounds of 128-bit-lane shuffles, 16 loads and 16 stores in all. An 8 x 8 block through AVX2
 // registers: the same two interleaves, then one round of 128-bit-lane permutes.
-#include "kernels/cpu/capability.h"
 #include "kernels/cpu/transpose_f32.h"
 
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/simd.h"
 
 namespace rg::cpu::RG_CPU_CAP {

@@ -1,8 +1,9 @@
 // Transposes of f32 blocks for the CPU kernels: gemm_f32's packing of a transposed b, and
 // attention's k^T and v^T (transpose_f32.cpp).
 #pragma once
-#include "kernels/cpu/capability.h"
 #include <cstdint>
+
+#include "kernels/cpu/capability.h"
 
 namespace rg::cpu::RG_CPU_CAP {
 

@@ -19,8 +19,8 @@ class GuardedBuffer {
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
     const size_t data_pages = (bytes + page - 1) / page;
     mapped_bytes_ = (data_pages + 1) * page;
-    void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    void* p =
+        mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     RG_CHECK(p != MAP_FAILED, "GuardedBuffer: mmap of ", mapped_bytes_, " bytes failed");
     base_ = static_cast<char*>(p);
     RG_CHECK(mprotect(base_ + data_pages * page, page, PROT_NONE) == 0,

@@ -47,8 +47,8 @@ void check_case(const Case& cs, std::mt19937& rng) {
   const std::vector<float> bias = rg::test::random_floats(cs.n, rng);
   const float* bias_or_null = cs.bias ? bias.data() : nullptr;
   std::vector<float> c = c0;
-  rg::cpu::RG_CPU_CAP::gemm_f32(c.data(), ldc, a.data(), lda, b.data(), b_row, b_col, cs.m, cs.k, cs.n,
-                    cs.accumulate, bias_or_null);
+  rg::cpu::RG_CPU_CAP::gemm_f32(c.data(), ldc, a.data(), lda, b.data(), b_row, b_col, cs.m, cs.k,
+                                cs.n, cs.accumulate, bias_or_null);
   const std::string what = "m " + std::to_string(cs.m) + " k " + std::to_string(cs.k) + " n " +
                            std::to_string(cs.n) + (cs.b_transposed ? " b^T" : " b") +
                            (cs.accumulate ? " accumulate" : "") + (cs.bias ? " bias" : "");
@@ -62,10 +62,11 @@ void check_case(const Case& cs, std::mt19937& rng) {
   const int64_t split = cs.m / 2 + 1;
   if (split >= cs.m) return;
   std::vector<float> halves = c0;
-  rg::cpu::RG_CPU_CAP::gemm_f32(halves.data(), ldc, a.data(), lda, b.data(), b_row, b_col, split, cs.k, cs.n,
-                    cs.accumulate, bias_or_null);
-  rg::cpu::RG_CPU_CAP::gemm_f32(halves.data() + split * ldc, ldc, a.data() + split * lda, lda, b.data(), b_row,
-                    b_col, cs.m - split, cs.k, cs.n, cs.accumulate, bias_or_null);
+  rg::cpu::RG_CPU_CAP::gemm_f32(halves.data(), ldc, a.data(), lda, b.data(), b_row, b_col, split,
+                                cs.k, cs.n, cs.accumulate, bias_or_null);
+  rg::cpu::RG_CPU_CAP::gemm_f32(halves.data() + split * ldc, ldc, a.data() + split * lda, lda,
+                                b.data(), b_row, b_col, cs.m - split, cs.k, cs.n, cs.accumulate,
+                                bias_or_null);
   CHECK(halves == c);
 }
 
@@ -92,7 +93,8 @@ TEST_CASE("gemm_f32 with k = 0 leaves c (accumulate), or sets its m x n block to
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 9; ++j) CHECK(c[i * 9 + j] == (j < 8 ? 0.f : 7.f));
   const std::vector<float> bias = {1, 2, 3, 4, 5, 6, 7, 8};
-  rg::cpu::RG_CPU_CAP::gemm_f32(c.data(), 9, nullptr, 0, nullptr, 8, 1, 4, 0, 8, false, bias.data());
+  rg::cpu::RG_CPU_CAP::gemm_f32(c.data(), 9, nullptr, 0, nullptr, 8, 1, 4, 0, 8, false,
+                                bias.data());
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 9; ++j) CHECK(c[i * 9 + j] == (j < 8 ? bias[j] : 7.f));
 }

@@ -61,13 +61,12 @@ TEST_CASE("linear_weight_grad gives the same bits on 1 and 2 threads, and zeros 
   CHECK(values(none) == std::vector<double>(100, 0.0));
 }
 
-
 TEST_CASE("linear_weight_grad reads nothing past its operands' ends") {
   // Regression: the plain loop of the non-AVX-512 build read dy beyond its last row (a SIGSEGV
   // in bench/ddp's 16-wide model on an AVX2 CPU). Each operand here ends where a guard page
   // starts, at the shapes of narrow models and at every row-tile remainder.
   std::mt19937 rng(13);
-  const int64_t shapes[][4] = {{1, 16, 512, 16}, {1, 16, 48, 16}, {2, 5, 7, 16}, {1, 3, 1, 8},
+  const int64_t shapes[][4] = {{1, 16, 512, 16}, {1, 16, 48, 16}, {2, 5, 7, 16},  {1, 3, 1, 8},
                                {3, 17, 13, 64},  {1, 2, 5, 24},   {2, 7, 11, 70}, {1, 1, 3, 1}};
   for (const auto& s : shapes) {
     const int64_t B = s[0], T = s[1], N = s[2], K = s[3];

@@ -30,8 +30,8 @@ void check_case(const Case& cs, std::mt19937& rng) {
   const std::vector<float> b = rg::test::random_floats(cs.k * ldb, rng);
   const std::vector<float> c0 = rg::test::random_floats(cs.m * ldc, rng);
   std::vector<float> c = c0;
-  rg::cpu::RG_CPU_CAP::small_gemm_f32(c.data(), ldc, a.data(), a_row, a_col, b.data(), ldb, cs.m, cs.k, cs.n,
-                          alpha, cs.accumulate);
+  rg::cpu::RG_CPU_CAP::small_gemm_f32(c.data(), ldc, a.data(), a_row, a_col, b.data(), ldb, cs.m,
+                                      cs.k, cs.n, alpha, cs.accumulate);
   const std::string what = "m " + std::to_string(cs.m) + " k " + std::to_string(cs.k) + " n " +
                            std::to_string(cs.n) + (cs.a_transposed ? " a^T" : " a") +
                            (cs.accumulate ? " accumulate" : "");
@@ -64,7 +64,8 @@ TEST_CASE("small_gemm_f32_fits takes whole vectors only") {
   CHECK_FALSE(rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(0));
   CHECK_FALSE(rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(20));
   // 16 and 64 suit the tuned kernel; without one (a portable build) nothing does.
-  CHECK(rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(64) == rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(16));
+  CHECK(rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(64) ==
+        rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(16));
 #if RG_CPU_CAP_LEVEL > 0
   CHECK(rg::cpu::RG_CPU_CAP::small_gemm_f32_fits(64));
 #else

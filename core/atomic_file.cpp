@@ -4,11 +4,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -61,6 +63,34 @@ SplitPath split(const std::string& path) {
 
 std::string temp_prefix(const std::string& name) { return "." + name + ".tmp."; }
 
+// Where a write to `path` lands: its symbolic links followed, dangling ones too, as
+// open(O_CREAT) would follow them. The temp file then sits beside the link's target, and the
+// rename replaces the target, not the link.
+std::string follow_symlinks(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {  // Linux's own limit (ELOOP)
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    char target[4096];
+    const ssize_t n = ::readlink(p.c_str(), target, sizeof target);
+    RG_CHECK(n > 0 && n < ssize_t(sizeof target), "save '", path, "': cannot read the link '", p,
+             "': ", n < 0 ? std::strerror(errno) : "too long");
+    const std::string to(target, size_t(n));
+    p = to[0] == '/' ? to : split(p).dir + to;
+  }
+  RG_FAIL("save '", path, "': more than 40 levels of symbolic links");
+}
+
+// The pid in a temp file's name ".<name>.tmp.<pid>.<n>" (after the prefix), or 0.
+pid_t writer_pid(const std::string& rest) {
+  char* end = nullptr;
+  const long pid = std::strtol(rest.c_str(), &end, 10);
+  return end != rest.c_str() && *end == '.' && pid > 0 ? pid_t(pid) : 0;
+}
+
+// Whether the process `pid` (of this machine) may still be writing.
+bool alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
 void fsync_directory(const std::string& dir, const std::string& path) {
   const std::string d = dir.empty() ? "." : dir;
   const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -76,8 +106,15 @@ void fsync_directory(const std::string& dir, const std::string& path) {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   static std::atomic<uint64_t> counter{0};
-  const SplitPath p = split(path_);
-  RG_CHECK(!p.name.empty(), "save: '", path_, "' names a directory, not a file");
+  RG_CHECK(!split(path_).name.empty(), "save: '", path_, "' names a directory, not a file");
+  const std::string target = follow_symlinks(path_);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    open_directly(target, st);
+    return;
+  }
+  target_ = target;
+  const SplitPath p = split(target_);
   temp_path_ = p.dir + temp_prefix(p.name) + std::to_string(::getpid()) + "." +
                std::to_string(counter.fetch_add(1));
   slot_ = register_temp(temp_path_);  // before the file exists: a signal never misses it
@@ -90,10 +127,19 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   }
 }
 
+// A device or FIFO: written in place (renaming over it would replace the node with a file).
+void AtomicFile::open_directly(const std::string& target, const struct stat& st) {
+  RG_CHECK(!S_ISDIR(st.st_mode), "save: '", path_, "' is a directory, not a file");
+  fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+  RG_CHECK(fd_ >= 0, "save: cannot open '", path_,
+           "' (not a regular file) for writing: ", std::strerror(errno));
+  target_ = target;
+}
+
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) {  // not committed: discard the partial file
     ::close(fd_);
-    ::unlink(temp_path_.c_str());
+    if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
   unregister_temp(slot_);
 }
@@ -104,8 +150,8 @@ void AtomicFile::write(const void* data, size_t nbytes) {
   while (nbytes > 0) {
     const ssize_t n = ::write(fd_, p, std::min<size_t>(nbytes, 1 << 30));
     if (n < 0 && errno == EINTR) continue;
-    RG_CHECK(n > 0, "save: error writing '", temp_path_, "' (to write '", path_,
-             "'): ", n < 0 ? std::strerror(errno) : "no progress");
+    RG_CHECK(n > 0, "save: error writing '", temp_path_.empty() ? target_ : temp_path_,
+             "' (to write '", path_, "'): ", n < 0 ? std::strerror(errno) : "no progress");
     p += n;
     nbytes -= static_cast<size_t>(n);
   }
@@ -113,10 +159,16 @@ void AtomicFile::write(const void* data, size_t nbytes) {
 
 void AtomicFile::commit() {
   RG_CHECK(fd_ >= 0, "save: '", path_, "' committed twice");
+  if (temp_path_.empty()) {  // written in place (open_directly)
+    const int fd = fd_;
+    fd_ = -1;
+    RG_CHECK(::close(fd) == 0, "save: closing '", path_, "' failed: ", std::strerror(errno));
+    return;
+  }
   RG_CHECK(::fsync(fd_) == 0, "save: fsync of '", temp_path_, "' failed: ", std::strerror(errno));
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0 || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+  if (::close(fd) != 0 || ::rename(temp_path_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp_path_.c_str());
     unregister_temp(slot_);
@@ -125,7 +177,7 @@ void AtomicFile::commit() {
   }
   unregister_temp(slot_);
   slot_ = -1;
-  fsync_directory(split(path_).dir, path_);
+  fsync_directory(split(target_).dir, path_);
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
@@ -153,6 +205,7 @@ std::vector<std::string> remove_stale_temp_files(const std::string& path) {
   while (const dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (alive(writer_pid(name.substr(prefix.size())))) continue;  // still being written
     const std::string stale = p.dir + name;
     if (::unlink(stale.c_str()) == 0) removed.push_back(stale);
   }

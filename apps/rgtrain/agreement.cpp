@@ -1,6 +1,7 @@
 // The start-up agreement check; see agreement.h.
 #include "apps/rgtrain/agreement.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -71,6 +72,16 @@ Settings shared_settings(const Args& a, int64_t world) {
           {"--precision", a.precision},
           {"--reduce-dtype", a.reduce_dtype},
           {"--zero", str(a.zero)},
+          // What changes the sequence of collectives: ranks that differ here would pair
+          // mismatched all-reduces, so it is named before the first one.
+          {"--bucket-cap-mb", fmt("%.17g", a.bucket_cap_mb)},
+          {"--grad-as-bucket-view", a.grad_view ? "on" : "off"},
+          {"--no-overlap", a.no_overlap ? "on" : "off"},
+          {"--checkpoint", a.checkpoint.empty() ? "off" : "on"},
+          {"--checkpoint-every", str(a.checkpoint_every)},
+          {"--stop-after", str(a.stop_after)},
+          {"--trace", a.trace.empty() ? "off" : "on"},
+          {"--verify", a.verify ? "on" : "off"},
           {"--resume", a.resume.empty() ? "no" : a.resume},
           {"WORLD_SIZE", str(world)},
           {"--data file", file_fingerprint(a.data, "--data")},
@@ -117,8 +128,10 @@ void check_agreement(rg::dist::ProcessGroup& group, const Settings& mine) {
   for (size_t i = 0; i < mine.size(); ++i) {
     std::map<std::string, std::vector<int>> by_value;
     for (size_t r = 0; r < settings.size(); ++r) {
-      const bool has = i < settings[r].size() && settings[r][i].first == mine[i].first;
-      by_value[has ? settings[r][i].second : "(another rgtrain version)"].push_back(int(r));
+      auto same_name = [&](const auto& setting) { return setting.first == mine[i].first; };
+      auto it = std::find_if(settings[r].begin(), settings[r].end(), same_name);
+      const bool has = it != settings[r].end();
+      by_value[has ? it->second : "(not sent: another rgtrain version)"].push_back(int(r));
     }
     if (by_value.size() > 1)
       fail("the ranks disagree on ", mine[i].first, ": ", who_holds_what(by_value),

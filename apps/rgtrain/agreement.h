@@ -1,9 +1,10 @@
 // The start-up agreement check: before any training, the ranks exchange the settings that
 // must be equal on all of them (model shape, seed, steps, batch sizes, optimizer settings:
-// lr, betas, eps, weight decay and the no-decay set, clipping; world size, the data
-// and init files' sizes and fingerprints). A difference is an error naming the setting and
-// which ranks hold which value, on every rank at once, instead of ranks that silently train
-// different models or read different data.
+// lr, betas, eps, weight decay and the no-decay set, clipping; every flag that changes the
+// sequence of collectives (bucket size, bucket views, overlap, ZeRO, reduce dtype, checkpoint
+// and trace schedule); world size, the data and init files' sizes and fingerprints). A difference
+// is an error naming the setting and which ranks hold which value, on every rank at once, instead
+// of ranks that silently train different models or read different data.
 #pragma once
 #include <string>
 #include <utility>

@@ -122,7 +122,14 @@ void load_optimizer_state(const Resumed& r, const std::string& path, const Args&
     }
     return;
   }
-  opt.load_state_dict(other_kind ? rg::nn::StateDict{} : r.optim);
+  try {
+    opt.load_state_dict(other_kind ? rg::nn::StateDict{} : r.optim);
+  } catch (const rg::Error& e) {
+    std::string why = e.what();  // names "state.N.x"; the file has it as "optim.state.N.x"
+    for (size_t at = 0; (at = why.find("'state.", at)) != std::string::npos; at += 8)
+      why.insert(at + 1, "optim.");
+    fail(path, ": its optimizer state does not fit this run: ", why);
+  }
 }
 
 }  // namespace rgtrain

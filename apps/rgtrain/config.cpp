@@ -2,14 +2,47 @@
 #include "apps/rgtrain/config.h"
 
 #include <CLI/CLI.hpp>
-#include <fstream>
+#include <charconv>
+#include <cmath>
 #include <iostream>
 
 #include "apps/rgtrain/util.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
 #include "nn/optim/decay_groups.h"
 
 namespace rgtrain {
 namespace {
+
+// A real number in [lo, hi]. CLI::Range alone lets "nan" through (every comparison with NaN is
+// false), and "inf" where hi is infinite; this one refuses both. CLI11 puts the flag's name
+// in front of the message.
+CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return "'" + text + "' is not a finite number in [" + fmt("%g", lo) + ", " +
+                 fmt("%g", hi) + "]";
+        return "";
+      },
+      "FINITE in [" + fmt("%g", lo) + " - " + fmt("%g", hi) + "]");
+}
+
+// A whole decimal number in [0, 2^64 - 1]: no sign, no wrap-around of larger ones.
+CLI::Validator unsigned_64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || at != end)
+          return "'" + text + "' is not a whole number in [0, 18446744073709551615]";
+        return "";
+      },
+      "UINT64");
+}
 
 void add_model_flags(CLI::App& app, Args& a) {
   app.add_option("--model", a.model, "model: a GPT, or an MLP over single tokens")
@@ -55,16 +88,16 @@ void add_optimizer_flags(CLI::App& app, Args& a) {
   app.add_option("--optimizer", a.optimizer, "optimizer (sgd: momentum 0.9)")
       ->check(CLI::IsMember({"adamw", "sgd"}));
   app.add_option("--beta1", a.beta1, "AdamW beta1 (PyTorch, nanoGPT: 0.9)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_in(0.0, 1.0));
   app.add_option("--beta2", a.beta2,
                  "AdamW beta2 (PyTorch 0.999; nanoGPT 0.99 for small models as here, 0.95 for "
                  "GPT-2)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--eps", a.eps, "AdamW epsilon (PyTorch: 1e-8)")->check(CLI::Range(0.0, 1.0));
+      ->check(finite_in(0.0, 1.0));
+  app.add_option("--eps", a.eps, "AdamW epsilon (PyTorch: 1e-8)")->check(finite_in(0.0, 1.0));
   app.add_option("--weight-decay", a.weight_decay,
                  "weight decay (AdamW: decoupled) of every parameter not in --no-decay "
                  "(nanoGPT: 0.1; PyTorch AdamW: 0.01)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(finite_in(0.0, 1e6));
   app.add_option("--no-decay", a.no_decay,
                  "parameters without weight decay: a comma-separated list of biases, norms "
                  "(LayerNorm), embeddings, or none (PyTorch: none; nanoGPT: biases,norms, "
@@ -85,11 +118,11 @@ void add_training_flags(CLI::App& app, Args& a) {
   app.add_option("--steps", a.steps, "optimizer steps")->check(positive);
   app.add_option("--warmup", a.warmup, "linear learning-rate warm-up steps")->check(non_negative);
   app.add_option("--lr", a.lr, "peak learning rate (cosine decay to lr/10)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(finite_in(0.0, 1e6));
   app.add_option("--clip", a.clip, "gradient-norm clipping (0: off; nanoGPT: 1.0)")
-      ->check(CLI::Range(0.0, 1e30));
+      ->check(finite_in(0.0, 1e30));
   add_optimizer_flags(app, a);
-  app.add_option("--seed", a.seed, "seed of the weights and the data order");
+  app.add_option("--seed", a.seed, "seed of the weights and the data order")->check(unsigned_64());
   app.add_option("--threads", a.threads, "CPU threads (0: all; 1 per rank under rgrun)")
       ->check(non_negative);
   app.add_flag("--allow-nonfinite", a.allow_nonfinite,
@@ -97,12 +130,12 @@ void add_training_flags(CLI::App& app, Args& a) {
   app.add_option("--max-model-memory", a.max_model_memory_gib,
                  "refuse models whose weights, gradients and optimizer state need more GiB "
                  "(0: 3/4 of this machine's memory)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_in(0.0, 1e9));
 }
 
 void add_dist_flags(CLI::App& app, Args& a) {
   app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(finite_in(0.0, 1e6));
   app.add_option("--reduce-dtype", a.reduce_dtype,
                  "dtype of the gradients on the wire under DDP: f32, or bf16 (half the bytes; "
                  "PyTorch's bf16_compress_hook; the average is cast back to f32)")
@@ -143,6 +176,15 @@ void add_output_flags(CLI::App& app, Args& a) {
       ->configurable(false);
 }
 
+// At most 200 characters of `text`, each byte outside printable ASCII shown as '?' (a
+// config file of random bytes must not put them on the terminal).
+std::string printable(std::string text) {
+  if (text.size() > 200) text = text.substr(0, 200) + "...";
+  for (char& c : text)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return text;
+}
+
 // --resume's value; "true" and "false" are what --save-config files hold for it.
 std::string resume_mode(const std::string& given) {
   if (given == "false" || given.empty()) return "";
@@ -181,6 +223,8 @@ Args parse_args(int argc, char** argv) {
   add_dist_flags(app, a);
   add_output_flags(app, a);
   app.set_config("--config", "", "read flags from this TOML file (as --save-config writes)");
+  // A key that names no flag is an error, not ignored: a typo would silently keep the default.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   std::string save_config;
   app.add_option("--save-config", save_config, "write this run's flags to a TOML file and exit")
       ->configurable(false);
@@ -189,15 +233,23 @@ Args parse_args(int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     std::exit(0);
+  } catch (const CLI::ConfigError& e) {
+    fail("--config '", app.get_config_ptr()->as<std::string>(), "': ", printable(e.what()),
+         " (not a flag of rgtrain; see --help)");
+  } catch (const CLI::FileError& e) {
+    fail("--config: ", e.what());
   } catch (const CLI::ParseError& e) {
     fail(e.what(), " (see --help)");
   }
   a.resume = resume_mode(a.resume);
   check_together(a);
   if (!save_config.empty()) {
-    std::ofstream out(save_config);
-    out << app.config_to_str(/*default_also=*/true, /*write_description=*/true);
-    if (!out.flush()) fail("--save-config: cannot write '", save_config, "'");
+    try {
+      rg::write_file_atomically(save_config, app.config_to_str(/*default_also=*/true,
+                                                               /*write_description=*/true));
+    } catch (const rg::Error& e) {
+      fail("--save-config: ", e.what());
+    }
     std::cout << "rgtrain: flags written to " << save_config << "\n";
     std::exit(0);
   }

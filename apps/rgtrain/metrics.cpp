@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +13,11 @@
 
 namespace rgtrain {
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
   if (path.empty()) return;
+  errno = 0;
   out_.open(path, append ? std::ios::app : std::ios::trunc);
-  if (!out_) fail("--metrics: cannot write '", path, "'");
+  if (!out_) fail("--metrics: cannot open '", path, "': ", std::strerror(errno));
 }
 
 void MetricsWriter::write(const StepReport& r) {
@@ -29,7 +32,9 @@ void MetricsWriter::write(const StepReport& r) {
                               {"hidden_ms", r.hidden_seconds * 1e3},
                               {"peak_mib", r.peak_bytes / 1048576.0}};
   if (r.held_out_accuracy) j["held_out_acc"] = *r.held_out_accuracy;
+  errno = 0;
   out_ << j.dump() << "\n" << std::flush;
+  if (!out_) fail("--metrics: cannot write '", path_, "': ", std::strerror(errno));
 }
 
 void print_progress(const StepReport& r, int64_t print_every, bool tty) {

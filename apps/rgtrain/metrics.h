@@ -22,6 +22,7 @@ class MetricsWriter {
   void write(const StepReport& r);
 
  private:
+  std::string path_;
   std::ofstream out_;
 };
 

@@ -37,7 +37,9 @@ void check_same_data_order(const RunState& s, int64_t saved_world) {
 
 int64_t load(RunState& s) {
   Resumed r = resume_from_checkpoint(s.ckpt_path, s.args, s.config, *s.model, s.device);
-  if (s.group) check_agreement(*s.group, {{"the step of " + s.ckpt_path, std::to_string(r.step)}});
+  if (s.group)
+    check_agreement(*s.group,
+                    {{"the step of --checkpoint's ckpt.safetensors", std::to_string(r.step)}});
   if (r.world != s.world) check_same_data_order(s, r.world);
   const int64_t step = r.step;
   s.resumed = std::move(r);

@@ -9,6 +9,7 @@
 #include "apps/rgtrain/checkpoint.h"
 #include "apps/rgtrain/config.h"
 #include "apps/rgtrain/data.h"
+#include "apps/rgtrain/directory_lock.h"
 #include "dist/process_group.h"
 #include "dist/trace.h"
 #include "nn/ddp.h"
@@ -35,8 +36,9 @@ struct RunState {
   std::unique_ptr<rg::nn::DistributedDataParallel> ddp;
   std::shared_ptr<rg::dist::TraceRecorder> trace;  // set with --trace
 
-  std::string config;     // what a checkpoint must match to be resumed
-  std::string ckpt_path;  // empty without --checkpoint
+  std::string config;                        // what a checkpoint must match to be resumed
+  std::string ckpt_path;                     // empty without --checkpoint
+  std::unique_ptr<DirectoryLock> ckpt_lock;  // rank 0's, on --checkpoint, for the whole run
   int64_t start_step = 0;
   std::optional<Resumed> resumed;   // the optimizer state until s.opt is built (resume.h)
   std::vector<rg::Tensor> initial;  // the weights before step start_step (for --verify)

@@ -92,7 +92,10 @@ void build_model(RunState& s) {
   s.ckpt_path = checkpoint_path(a);
   if (!a.init.empty()) load_into(*s.model, load_checked(a.init, "--init"), a.init);
   if (a.zero == 0 || !s.group) s.opt = make_optimizer(a, *s.model);  // else: wrap_ddp's
-  if (s.lead && !s.ckpt_path.empty()) remove_stale_checkpoint_temps(s.ckpt_path);
+  if (s.lead && !s.ckpt_path.empty()) {
+    s.ckpt_lock = std::make_unique<DirectoryLock>(a.checkpoint);  // before touching anything
+    remove_stale_checkpoint_temps(s.ckpt_path);
+  }
   s.start_step = resume_if_asked(s);
 }
 

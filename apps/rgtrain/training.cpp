@@ -59,8 +59,13 @@ void check_finite(RunState& s, int64_t step, double loss, double grad_norm) {
                                                        bad_grad
                                                  : std::string("all parameters are finite");
   const char* opt_out = " (--allow-nonfinite to continue anyway)";
-  if (step == s.start_step)
-    fail("the initial weights (before step ", step + 1, ") are not finite: ", values, opt_out);
+  if (step == s.start_step) {
+    const std::string from = !s.args.init.empty() ? " (from --init '" + s.args.init + "')"
+                             : step > 0           ? " (from --resume '" + s.ckpt_path + "')"
+                                                  : "";
+    fail("the initial weights (before step ", step + 1, ")", from, " are not finite: ", values,
+         opt_out);
+  }
   fail("training stopped at step ", step, ": loss ", fmt("%g", loss), ", gradient norm ",
        fmt("%g", grad_norm), "; ", values, opt_out);
 }

@@ -106,12 +106,9 @@ void AdamW::load_state_dict(const nn::StateDict& dict) {
     if (!dict.contains("state." + std::to_string(i) + ".step")) continue;
     const Tensor& p = params[i];
     auto load = [&](const char* name) {
-      const Tensor& t = state_entry(dict, i, name);
-      RG_CHECK(t.shape() == p.shape(), "AdamW.load_state_dict: ", name, " of parameter ", i,
-               " has shape ", shape_str(t.shape()), ", parameter has ", shape_str(p.shape()));
-      return clone(t.detach().to(p.device(), p.dtype()));
+      return clone(moment_entry(dict, i, name, p).detach().to(p.device(), p.dtype()));
     };
-    state_[i].step = static_cast<int64_t>(state_entry(dict, i, "step").item());
+    state_[i].step = step_entry(dict, i);
     state_[i].exp_avg = load("exp_avg");
     state_[i].exp_avg_sq = load("exp_avg_sq");
     tag_optimizer_state({state_[i].exp_avg, state_[i].exp_avg_sq});

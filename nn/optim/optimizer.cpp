@@ -1,6 +1,7 @@
 // Optimizer base (see nn/optim/optimizer.h).
 #include "nn/optim/optimizer.h"
 
+#include <cmath>
 #include <string>
 
 #include "autograd/grad_mode.h"
@@ -41,6 +42,28 @@ const Tensor& Optimizer::state_entry(const nn::StateDict& dict, size_t index,
   const Tensor* t = dict.find(key);
   RG_CHECK(t != nullptr, name_, ".load_state_dict: missing key '", key, "'");
   return *t;
+}
+
+const Tensor& Optimizer::moment_entry(const nn::StateDict& dict, size_t index, const char* name,
+                                      const Tensor& param) const {
+  const Tensor& t = state_entry(dict, index, name);
+  const std::string key = "state." + std::to_string(index) + "." + name;
+  RG_CHECK(is_floating(t.dtype()), name_, ".load_state_dict: '", key, "' has dtype ",
+           dtype_name(t.dtype()), ", its parameter ", index, " has ", dtype_name(param.dtype()));
+  RG_CHECK(t.shape() == param.shape(), name_, ".load_state_dict: '", key, "' has shape ",
+           shape_str(t.shape()), ", its parameter ", index, " has ", shape_str(param.shape()));
+  return t;
+}
+
+int64_t Optimizer::step_entry(const nn::StateDict& dict, size_t index) const {
+  const Tensor& t = state_entry(dict, index, "step");
+  const std::string key = "state." + std::to_string(index) + ".step";
+  RG_CHECK(t.numel() == 1, name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
+           ", not one number");
+  const double step = t.item();
+  RG_CHECK(std::isfinite(step) && step >= 0 && step <= 9e15 && step == std::floor(step), name_,
+           ".load_state_dict: '", key, "' is ", step, ", not a step count");
+  return static_cast<int64_t>(step);
 }
 
 void Optimizer::tag_optimizer_state(std::initializer_list<Tensor> state) {

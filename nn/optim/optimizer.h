@@ -47,6 +47,13 @@ class Optimizer {
   // Counts these tensors' memory as optimizer state in the memory report.
   static void tag_optimizer_state(std::initializer_list<Tensor> state);
   const Tensor& state_entry(const nn::StateDict& dict, size_t index, const char* name) const;
+  // "state.{index}.{name}", a floating-point tensor of param's shape, as the caller converts
+  // it to param's dtype (as the weights are). An integer moment is refused: converting one
+  // would train on garbage.
+  const Tensor& moment_entry(const nn::StateDict& dict, size_t index, const char* name,
+                             const Tensor& param) const;
+  // "state.{index}.step": one whole number >= 0.
+  int64_t step_entry(const nn::StateDict& dict, size_t index) const;
   std::vector<ParamGroup> groups_;
   double lr_;
   const char* name_;

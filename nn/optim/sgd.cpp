@@ -50,13 +50,10 @@ nn::StateDict SGD::state_dict() const {
 void SGD::load_state_dict(const nn::StateDict& dict) {
   std::vector<Tensor> params = parameters();
   for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor* t = dict.find("state." + std::to_string(i) + ".momentum_buffer");
     buffers_[i] = Tensor();
-    if (!t) continue;
-    RG_CHECK(t->shape() == params[i].shape(), "SGD.load_state_dict: momentum_buffer ", i,
-             " has shape ", shape_str(t->shape()), ", parameter has ",
-             shape_str(params[i].shape()));
-    buffers_[i] = clone(t->detach().to(params[i].device(), params[i].dtype()));
+    if (!dict.contains("state." + std::to_string(i) + ".momentum_buffer")) continue;
+    const Tensor& t = moment_entry(dict, i, "momentum_buffer", params[i]);
+    buffers_[i] = clone(t.detach().to(params[i].device(), params[i].dtype()));
     tag_optimizer_state({buffers_[i]});
   }
 }

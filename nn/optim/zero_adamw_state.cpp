@@ -5,6 +5,7 @@
 // a parameter inside its slice of a bucket) is filled from the saved pieces that overlap it,
 // and every element must be covered.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -61,7 +62,14 @@ nn::StateDict ZeroAdamW::merge_state_dicts(const std::vector<nn::StateDict>& ran
 
 void ZeroAdamW::load_state_dict(const nn::StateDict& dict) {
   const Tensor* step = dict.find("step");
-  step_ = step ? static_cast<int64_t>(step->item()) : 0;
+  step_ = 0;
+  if (step) {
+    const double value = step->numel() == 1 ? step->item() : -1;
+    RG_CHECK(std::isfinite(value) && value >= 0 && value <= 9e15 && value == std::floor(value),
+             "ZeroAdamW.load_state_dict: 'step' is not a step count (shape ",
+             shape_str(step->shape()), ")");
+    step_ = static_cast<int64_t>(value);
+  }
   for (Shard& shard : shards_) {
     shard.exp_avg = shard.exp_avg_sq = Tensor();
     if (step_ == 0) continue;
@@ -81,6 +89,8 @@ void ZeroAdamW::load_segment(const nn::StateDict& dict, const Segment& s, Shard&
     RG_CHECK(key->moment == "exp_avg" || key->moment == "exp_avg_sq",
              "ZeroAdamW.load_state_dict: unknown entry '", name, "'");
     Tensor& moment = key->moment == "exp_avg" ? shard.exp_avg : shard.exp_avg_sq;
+    RG_CHECK(is_floating(tensor.dtype()), "ZeroAdamW.load_state_dict: '", name, "' has dtype ",
+             dtype_name(tensor.dtype()), ", the moments are ", dtype_name(moment.dtype()));
     Tensor piece = tensor.detach().to(moment.device(), moment.dtype()).contiguous().reshape({-1});
     int64_t lo = std::max(key->offset, s.param_offset);
     int64_t hi = std::min(key->offset + piece.numel(), s.param_offset + s.length);

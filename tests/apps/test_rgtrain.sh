@@ -111,7 +111,7 @@ grep -q "i32.safetensors: tensor 'transformer.wte.weight' has dtype int32" "$TMP
   bad "I32 init names tensor, file and dtype"
 craft "$TMP/nan.safetensors" nan
 check_bad "NaN weights in --init" "${TINY[@]}" --steps 3 --init "$TMP/nan.safetensors"
-grep -q "before step 1) are not finite: first non-finite parameter 'transformer.wpe.weight'" "$TMP/err" ||
+grep -q "before step 1) (from --init '$TMP/nan.safetensors') are not finite: first non-finite parameter 'transformer.wpe.weight'" "$TMP/err" ||
   bad "NaN init names the parameter"
 craft "$TMP/huge.safetensors" huge
 check_bad "3e38 weights in --init" "${TINY[@]}" --steps 3 --init "$TMP/huge.safetensors"

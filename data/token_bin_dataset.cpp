@@ -3,8 +3,8 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/read_file.h"
 
@@ -60,12 +60,10 @@ void write_llmc_tokens(const std::string& path, const std::vector<uint16_t>& tok
   header[0] = kLlmcMagic;
   header[1] = 1;
   header[2] = static_cast<int32_t>(tokens.size());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  RG_CHECK(out.good(), "write_llmc_tokens: cannot open '", path, "'");
-  out.write(reinterpret_cast<const char*>(header), sizeof(header));
-  out.write(reinterpret_cast<const char*>(tokens.data()),
-            static_cast<std::streamsize>(2 * tokens.size()));
-  RG_CHECK(out.good(), "write_llmc_tokens: error writing '", path, "'");
+  AtomicFile out(path);  // its errors name the path and the reason
+  out.write(header, sizeof(header));
+  out.write(tokens.data(), 2 * tokens.size());
+  out.commit();
 }
 
 }  // namespace rg::data

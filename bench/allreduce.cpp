@@ -44,6 +44,7 @@
 #include "bench/allreduce_timing.h"
 #include "bench/cli.h"
 #include "bench/tcp_ranks.h"
+#include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
 #include "dist/init.h"
 #include "dist/nccl_group.h"
@@ -55,6 +56,13 @@ using namespace rg;
 using namespace rg::dist;
 
 namespace {
+
+// The buffer that is all-reduced, allocated as DDP allocates its buckets: where peers of this
+// host may map it (core/shareable_host_memory.h), so the single-copy path loads from it.
+Tensor bucket_like(int64_t count, DType dtype, Device device) {
+  ShareableAllocations shared;
+  return empty({count}, dtype, device);
+}
 
 struct Config {
   std::string backend = "all";
@@ -201,7 +209,7 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
   }
   for (int64_t bytes = c.min_bytes; bytes <= c.max_bytes; bytes *= c.factor) {
     const int64_t count = bytes / static_cast<int64_t>(itemsize(c.dtype));
-    Tensor t = empty({count}, c.dtype, device);
+    Tensor t = bucket_like(count, c.dtype, device);
     Tensor scratch = empty({count}, c.dtype, device);
     if (device.is_host_memory()) std::memset(t.data_ptr(), 0, t.nbytes());
     const int iters = bench::allreduce_iterations(bytes);
@@ -230,7 +238,7 @@ void run_rank(ProcessGroup& pg, const Config& c, const char* label) {
 
 // One warm-up all-reduce of `bytes` (f32), then the mean over `iters` calls.
 double time_ring(ProcessGroup& pg, int64_t bytes, int iters) {
-  Tensor t = empty({bytes / 4}, DType::f32, pg.default_device());
+  Tensor t = bucket_like(bytes / 4, DType::f32, pg.default_device());
   std::memset(t.data_ptr(), 0, t.nbytes());
   auto ring = [&] { pg.allreduce(t)->wait(); };
   ring();

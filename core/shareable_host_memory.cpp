@@ -120,6 +120,8 @@ struct Arena {
   }
 };
 
+thread_local int t_scopes = 0;  // live ShareableAllocations of this thread
+
 Arena& arena() {
   static auto* a = new Arena();  // never destroyed: blocks may be freed after main returns
   return *a;
@@ -134,6 +136,9 @@ void register_fork_handlers() {
 }
 
 }  // namespace
+
+ShareableAllocations::ShareableAllocations() { ++t_scopes; }
+ShareableAllocations::~ShareableAllocations() { --t_scopes; }
 
 bool share_large_host_blocks(size_t min_bytes) {
   static std::once_flag handlers;
@@ -156,7 +161,9 @@ ShareableLocation shareable_location(const void* p, size_t bytes) {
 
 namespace shareable_arena {
 
-bool wants(size_t bytes) { return bytes >= arena().min_bytes.load(std::memory_order_relaxed); }
+bool wants(size_t bytes) {
+  return t_scopes > 0 && bytes >= arena().min_bytes.load(std::memory_order_relaxed);
+}
 
 void* allocate(size_t bytes) {
   Arena& a = arena();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/memory_accounting.h"
+#include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
 #include "kernels/builtin.h"
 
@@ -46,7 +47,10 @@ class ThenWork : public Work {
 }  // namespace
 
 std::shared_ptr<Work> bf16_compress_hook(ProcessGroup& group, const Tensor& bucket) {
-  Tensor compressed = empty(bucket.shape(), DType::bf16, bucket.device());
+  Tensor compressed = [&] {
+    ShareableAllocations shared;  // the all-reduce may let peers map it
+    return empty(bucket.shape(), DType::bf16, bucket.device());
+  }();
   copy_buffer(compressed, bucket);
   auto work = group.allreduce(compressed, CombineOp::sum);
   return std::make_shared<ThenWork>(work,
@@ -123,7 +127,10 @@ void BucketTransport::assign(const std::vector<Tensor>& members,
     }
     total = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
     const Tensor& first = members[in_bucket.front()];
-    bucket.buffer = empty({total}, first.dtype(), first.device());
+    {
+      ShareableAllocations shared;  // peers of this host may map it in the all-reduce
+      bucket.buffer = empty({total}, first.dtype(), first.device());
+    }
     tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
     if (total) RG_KERNEL(first.device(), fill)(bucket.buffer, 0.0);
     bucket.members = in_bucket;
@@ -144,7 +151,10 @@ Tensor BucketTransport::replace_buffer(size_t b) {
   RG_CHECK(!bucket.work && !adopted(b), "BucketTransport::replace_buffer: bucket ", b,
            " is in flight or reduces a lent gradient");
   Tensor old = bucket.buffer;
-  bucket.buffer = empty(old.shape(), old.dtype(), old.device());
+  {
+    ShareableAllocations shared;
+    bucket.buffer = empty(old.shape(), old.dtype(), old.device());
+  }
   tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
   const int64_t used = bucket.offsets.back() + bucket.numels.back();
   if (used < old.numel())

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/parallel.h"
+#include "core/shareable_host_memory.h"
 #include "dist/broadcast.h"
 #include "dist/buffer_math.h"
 #include "dist/ring_allreduce.h"
@@ -366,8 +367,10 @@ const Tensor& ProcessGroup::scratch_bytes(int64_t slot, size_t nbytes, Device de
   if (static_cast<int64_t>(scratch_.size()) <= slot) scratch_.resize(slot + 1);
   Tensor& bytes = scratch_[slot];
   const auto need = static_cast<int64_t>(nbytes);
-  if (!bytes.defined() || bytes.device() != device || bytes.numel() < need)
+  if (!bytes.defined() || bytes.device() != device || bytes.numel() < need) {
+    ShareableAllocations shared;  // the collectives' buffers: peers of this host may map them
     bytes = empty({std::max<int64_t>(need, 1)}, DType::b8, device);
+  }
   return bytes;
 }
 

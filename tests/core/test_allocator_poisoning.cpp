@@ -113,6 +113,7 @@ TEST_CASE("child: reads a freed block" * doctest::skip()) {
 
 TEST_CASE("child: reads past the end of a shareable arena block" * doctest::skip()) {
   REQUIRE(rg::share_large_host_blocks(size_t(1) << 20));
+  rg::ShareableAllocations shared;
   rg::Tensor t = rg::empty({(int64_t(1) << 18) + 1});  // 1 MiB + 4 bytes
   REQUIRE(rg::shareable_location(t.data_ptr(), 4).offset >= 0);
   MESSAGE("read past the end: " << read_float(t.data<float>() + t.numel()));
@@ -120,6 +121,7 @@ TEST_CASE("child: reads past the end of a shareable arena block" * doctest::skip
 
 TEST_CASE("child: forks with arena blocks in use and cached" * doctest::skip()) {
   REQUIRE(rg::share_large_host_blocks(size_t(1) << 20));
+  rg::ShareableAllocations shared;
   rg::Tensor kept = rg::empty({(int64_t(1) << 18) + 1});  // its tail is poisoned
   float* p = kept.data<float>();
   for (int64_t i = 0; i < kept.numel(); ++i) p[i] = static_cast<float>(i);

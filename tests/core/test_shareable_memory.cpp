@@ -1,7 +1,8 @@
 // The shareable arena (core/shareable_host_memory.h) behind the cpu allocator: which blocks
-// come from it, that its memory is the file a peer would map, that cached blocks come back
-// (also after empty_cache gave their pages away), and that a forked child gets a private
-// copy. Its own executable: turning the arena on changes the allocator for the process.
+// come from it (large ones, under a ShareableAllocations scope only), that its memory is the file a
+// peer would map, that cached blocks come back (also after empty_cache gave their pages away), and
+// that a forked child gets a private copy. Its own executable: turning the arena on changes the
+// allocator for the process.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 #include "core/shareable_host_memory.h"
@@ -20,8 +22,12 @@ namespace {
 
 constexpr int64_t kLarge = (2 << 20) / 4;  // floats of a 2 MiB block
 
-Tensor filled(int64_t numel, float value) {
+// A tensor of `numel` floats, allocated as a collective's buffer (shared) or not.
+Tensor filled(int64_t numel, float value, bool shared = true) {
+  std::optional<ShareableAllocations> scope;
+  if (shared) scope.emplace();
   Tensor t = empty({numel});
+  scope.reset();
   float* p = t.data<float>();
   for (int64_t i = 0; i < numel; ++i) p[i] = value + static_cast<float>(i % 1000);
   return t;
@@ -47,6 +53,14 @@ TEST_CASE("shareable arena: large blocks only once asked, the memory a peer maps
   const ShareableLocation at = location_of(large);
   REQUIRE(at.offset >= 0);
   CHECK(location_of(filled(1000, 3)).offset == -1);  // small blocks stay ordinary
+  // Large blocks outside a ShareableAllocations scope (weights, activations) stay private.
+  CHECK(location_of(filled(kLarge, 6, /*shared=*/false)).offset == -1);
+  {
+    ShareableAllocations outer;
+    ShareableAllocations inner;  // nested scopes
+    CHECK(location_of(filled(kLarge, 7, false)).offset >= 0);
+  }
+  CHECK(location_of(filled(kLarge, 8, false)).offset == -1);
   struct stat st {};
   REQUIRE(fstat(at.fd, &st) == 0);
   CHECK(static_cast<uint64_t>(st.st_ino) == at.inode);

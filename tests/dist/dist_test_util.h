@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shareable_host_memory.h"
 #include "core/tensor.h"
 #include "dist/process_group.h"
 
@@ -90,6 +91,13 @@ inline Tensor make_input(DType dtype, int64_t n, int rank, uint64_t seed = 0) {
   for (int64_t i = 0; i < n; ++i)
     set_element(t, i, stored_value(dtype, input_value(rank, i, seed)));
   return t;
+}
+
+// make_input allocated as DDP allocates its buckets: from the shareable arena (where peers of
+// this host may map it) once a group turned the arena on.
+inline Tensor make_shared_input(DType dtype, int64_t n, int rank, uint64_t seed = 0) {
+  ShareableAllocations shared;
+  return make_input(dtype, n, rank, seed);
 }
 
 // Reference reduction over ranks 0..world-1 of element i, in f64.

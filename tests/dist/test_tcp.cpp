@@ -144,7 +144,7 @@ bool kernel_allows_peer_reads() {
 uint64_t allreduce_across_single_copy(ProcessGroup& pg) {
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
     for (int64_t length : {int64_t(1000), int64_t(300'007)}) {
-      Tensor t = make_input(dtype, length, pg.rank(), 9);
+      Tensor t = make_shared_input(dtype, length, pg.rank(), 9);
       pg.allreduce(t)->wait();
       std::string problem = check_reduction(t, CombineOp::sum, pg.size(), 9);
       RG_CHECK(problem.empty(), problem);
@@ -169,6 +169,11 @@ TEST_CASE("tcp single-copy all-reduce over processes is exact, bit-identical, an
           // Their buffers came from the shareable arena: every peer's was loaded directly.
           RG_CHECK(pg.peer_buffers_loaded() == expected * (n - 1), "peers loaded ",
                    pg.peer_buffers_loaded(), " times, expected ", expected * (n - 1));
+          // Only the collectives' buffers: a large tensor allocated otherwise (weights,
+          // activations) stays private memory that a peer cannot map.
+          Tensor private_one = make_input(DType::f32, 300'007, pg.rank());
+          RG_CHECK(shareable_location(private_one.data_ptr(), 4).offset == -1,
+                   "a tensor outside ShareableAllocations lies in the shareable arena");
         },
         options));
   }
@@ -192,7 +197,7 @@ TEST_CASE("tcp single-copy all-reduce mixes loads and process reads, exact and i
         options.single_copy_read_bytes = 64 << 10;
         Tensor early = make_input(DType::f32, 300'007, rank, 4);
         auto pg = join_tcp(port, rank, 2, options);
-        Tensor t = rank == 1 ? early : make_input(DType::f32, 300'007, rank, 4);
+        Tensor t = rank == 1 ? early : make_shared_input(DType::f32, 300'007, rank, 4);
         for (int round = 0; round < 2; ++round) {  // the second finds the mapping again
           if (round > 0) t.copy_(make_input(DType::f32, 300'007, rank, 4));
           pg->allreduce(t)->wait();
@@ -225,7 +230,7 @@ TEST_CASE("tcp single-copy all-reduce below the read crossover needs every buffe
         auto pg = join_tcp(port, rank, 2, options);
         Tensor t = rank == 0 ? early : make_input(DType::f32, 300'007, rank, 6);
         for (int round = 0; round < 2; ++round) {
-          if (round == 1) t = make_input(DType::f32, 300'007, rank, 6);  // from the arena
+          if (round == 1) t = make_shared_input(DType::f32, 300'007, rank, 6);  // the arena's
           pg->allreduce(t)->wait();
           std::string problem = check_reduction(t, CombineOp::sum, 2, 6);
           RG_CHECK(problem.empty(), "round ", round, ": ", problem);

@@ -271,7 +271,7 @@ void StoreServer::State::poll_loop() {
     for (size_t i = pending.size(); i-- > 0;) {
       if (fds[i + 1].revents == 0 && now < pending[i].deadline) continue;
       if (!progress(pending[i], now)) continue;
-      pending[i] = std::move(pending.back());
+      if (i + 1 != pending.size()) pending[i] = std::move(pending.back());
       pending.pop_back();
     }
     if (fds[0].revents != 0) accept_new(now);

@@ -10,8 +10,9 @@
 //     request: command u8 | key length u32 | key | value length u64 | value | argument i64
 //     reply:   status u8 (Status) | length u64 | value, or the error text for kFailed
 // The server checks every length against the limits below before allocating anything, and
-// closes the connection of a client that breaks the protocol.
+// closes the connection of a client that breaks the protocol (or is too slow with its hello).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "dist/process_group.h"
@@ -37,6 +38,13 @@ inline constexpr uint64_t kMaxReplyBytes = kMaxValueBytes + 32;
 inline constexpr uint32_t kMaxReasonBytes = 4096;
 // All values together; a SET past it fails (the store is for rendezvous, not bulk data).
 inline constexpr uint64_t kMaxStoredBytes = 64 << 20;
+// What a connection may cost the server before its hello proves it a member of the job: the
+// whole hello must arrive within kHelloTimeout, and at most kMaxPendingHellos connections wait
+// for theirs at once (past that, the oldest of them is closed). A connection whose
+// hello carried the job's token is served; at most kMaxServedConnections at once.
+inline constexpr Milliseconds kHelloTimeout{1000};
+inline constexpr size_t kMaxPendingHellos = 64;
+inline constexpr size_t kMaxServedConnections = 4096;
 // Longest wait a request may ask for; longer ones are clamped (no chrono overflow).
 inline constexpr Milliseconds kMaxWait{int64_t(30) * 24 * 3600 * 1000};
 

@@ -1,14 +1,18 @@
 // The rendezvous store under hostile input: malformed frames sent over raw sockets must close
 // only their own connection, never the server (which runs inside rank 0), and never make it
-// allocate what a length field claims. Also: strict ADD, clamped timeouts, the job token, and
-// the interface the server listens on.
+// allocate what a length field claims; floods of silent, slow or surplus connections must cost
+// rank 0 no thread and a bounded number of file descriptors. Also: strict ADD, clamped
+// timeouts, the job token, and the interface the server listens on.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -16,6 +20,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/store.h"
 #include "dist/store_wire.h"
@@ -95,6 +100,54 @@ size_t resident_bytes() {
   size_t pages = 0, resident = 0;
   std::ifstream("/proc/self/statm") >> pages >> resident;
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Entries of a /proc directory: /proc/self/task (threads), /proc/self/fd (open descriptors).
+size_t count_entries(const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) return 0;
+  size_t n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Raises this process's soft limit on open files to the hard one; returns the soft limit.
+rlim_t raise_fd_limit() {
+  rlimit r{};
+  getrlimit(RLIMIT_NOFILE, &r);
+  r.rlim_cur = r.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &r);
+  getrlimit(RLIMIT_NOFILE, &r);
+  return r.rlim_cur;
+}
+
+// Waits until the server has closed every one of `fds` (our ends stay open) or `limit`
+// passes; returns for each whether it was closed.
+std::vector<bool> wait_closed(const std::vector<int>& fds, Milliseconds limit) {
+  std::vector<bool> closed(fds.size(), false);
+  const auto deadline = Clock::now() + limit;
+  size_t left = fds.size();
+  std::vector<pollfd> polled;
+  std::vector<size_t> index;
+  while (left > 0 && Clock::now() < deadline) {
+    polled.clear();
+    index.clear();
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (closed[i]) continue;
+      polled.push_back(pollfd{fds[i], POLLIN, 0});
+      index.push_back(i);
+    }
+    if (::poll(polled.data(), polled.size(), 100) <= 0) continue;
+    char buf[256];
+    for (size_t k = 0; k < polled.size(); ++k) {
+      if (polled[k].revents == 0 || ::recv(polled[k].fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+        continue;
+      closed[index[k]] = true;
+      --left;
+    }
+  }
+  return closed;
 }
 
 const std::string kToken = job_token_from_env();
@@ -232,4 +285,87 @@ TEST_CASE("over-long keys and values are refused by the client with a clear erro
                        doctest::Contains("at most 1048576"), Error);
   store.set("k", std::string(kMaxValueBytes, 'v'));
   CHECK(store.get("k").size() == kMaxValueBytes);
+}
+
+TEST_CASE("a thousand silent connections cost the store no thread and a bounded number of fds") {
+  const rlim_t fd_limit = raise_fd_limit();
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const size_t threads_before = count_entries("/proc/self/task");
+  const size_t fds_before = count_entries("/proc/self/fd");
+  // As many as our own limit allows (our ends count too), past the cap in any case.
+  const size_t n =
+      std::min<size_t>(1000, fd_limit > fds_before + 300 ? fd_limit - fds_before - 300 : 0);
+  REQUIRE(n > kMaxPendingHellos + 32);
+  std::vector<int> silent;
+  for (size_t i = 0; i < n; ++i) {
+    const int fd = raw_connect("127.0.0.1", server.port());
+    REQUIRE(fd >= 0);
+    silent.push_back(fd);
+  }
+  // A member still connects and is served, after the crowd (so all of it has been accepted).
+  TcpStore member("127.0.0.1", server.port(), false, Milliseconds(10'000));
+  member.set("k", "v");
+  CHECK(server.get("k") == "v");
+  CHECK(member.add("n", 2) == 2);
+  // Descriptors the server holds for the crowd: all but our n ends and the member's two.
+  const size_t server_fds = count_entries("/proc/self/fd") - fds_before - n - 2;
+  CHECK(server_fds <= kMaxPendingHellos + 1);
+  CHECK(count_entries("/proc/self/task") <= threads_before + 1);  // the member's thread
+  // The server closes every silent one: past the cap at once, the rest at their deadline.
+  const std::vector<bool> closed = wait_closed(silent, Milliseconds(30'000));
+  CHECK(std::count(closed.begin(), closed.end(), true) == static_cast<long>(n));
+  CHECK(count_entries("/proc/self/task") <= threads_before + 1);
+  for (int fd : silent) ::close(fd);
+  CHECK(member.get("k") == "v");
+}
+
+TEST_CASE("past the cap on waiting hellos the oldest waiters are closed; members still get in") {
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
+  const size_t fds_before = count_entries("/proc/self/fd");
+  const size_t extra = 32, n = kMaxPendingHellos + extra;
+  std::vector<int> silent;
+  for (size_t i = 0; i < n; ++i) {
+    const int fd = raw_connect("127.0.0.1", server.port());
+    REQUIRE(fd >= 0);
+    silent.push_back(fd);
+  }
+  TcpStore member("127.0.0.1", server.port(), false, Milliseconds(10'000));
+  member.set("k", "v");
+  CHECK(server.get("k") == "v");
+  // The server holds at most the cap for them (all but our n ends and the member's two).
+  CHECK(count_entries("/proc/self/fd") - fds_before - n - 2 <= kMaxPendingHellos + 1);
+  // The first `extra` are closed (they see EOF); the rest too, at the latest at the deadline.
+  const std::vector<int> oldest(silent.begin(), silent.begin() + extra);
+  const std::vector<bool> closed = wait_closed(oldest, Milliseconds(10'000));
+  CHECK(std::count(closed.begin(), closed.end(), true) == static_cast<long>(extra));
+  for (int fd : silent) ::close(fd);
+}
+
+TEST_CASE("a hello trickled byte by byte is cut off at the hello deadline; members are served") {
+  const std::string token(200, 't');  // 208 bytes of hello: 20 s at 10 bytes a second
+  TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000), token);
+  const int fd = raw_connect("127.0.0.1", server.port());
+  REQUIRE(fd >= 0);
+  const std::string h = hello(token);
+  const auto start = Clock::now();
+  size_t sent = 0;
+  bool closed = false;
+  while (sent < h.size() && !closed) {
+    if (::send(fd, h.data() + sent, 1, MSG_NOSIGNAL) != 1) break;  // reset: closed
+    ++sent;
+    pollfd p{fd, POLLIN, 0};
+    char byte = 0;
+    closed = ::poll(&p, 1, 100) > 0 && ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+    if (sent == 3) {  // meanwhile a member is served
+      TcpStore member("127.0.0.1", server.port(), false, Milliseconds(10'000), token);
+      member.set("during", "trickle");
+      CHECK(member.get("during") == "trickle");
+    }
+  }
+  const auto elapsed = Clock::now() - start;
+  CHECK(sent < h.size());
+  CHECK(elapsed >= Milliseconds(800));  // not before its deadline (1 s)...
+  CHECK(elapsed < Milliseconds(6000));  // ...and not long after it (generously)
+  ::close(fd);
+  CHECK(server.get("during") == "trickle");
 }

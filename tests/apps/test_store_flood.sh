@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A hostile neighbour floods the rendezvous store (tracker issue 44): a 2-rank rgrun+rgtrain
+# job on cpu runs twice, plainly and while store_flood.py keeps thousands of silent and some
+# slow (trickling) connections open to its store port, with the job under `ulimit -n 1024`.
+# The flooded run must succeed with the same step losses and the same final checkpoint (cmp),
+# leave no temporary file, and rank 0 must not grow a thread or a descriptor per stranger.
+# Waits are bounded by LIMIT seconds; nothing asserts on time.
+set -u
+RGRUN=$1
+RGTRAIN=$2
+DIR=$(dirname "${BASH_SOURCE[0]}")
+source "$DIR/job_helpers.sh"  # TMP, FAILS, ok, bad, expect, has, start_job, wait_for, rank_pid
+export RG_DIST_TIMEOUT=30
+FLOODER=
+trap '[ -n "$FLOODER" ] && kill -KILL "$FLOODER" 2>/dev/null; cleanup' EXIT
+# Long enough (~2-5 s plainly) for the flood to reach full strength while it trains.
+MODEL=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
+       --eval-every 0 --warmup 2 --print-every 50 --steps 8000 --checkpoint-every 200)
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+count() { ls "$1" 2>/dev/null | wc -l; }
+# run_job NAME: the job in the background, under ulimit -n 1024, on a port of its own (PORT)
+run_job() {
+  PORT=$(free_port)
+  start_job "$1" bash -c 'ulimit -n 1024 && exec "$@"' _ "$RGRUN" --nproc-per-node 2 \
+    --master-addr 127.0.0.1 --master-port "$PORT" -- "$RGTRAIN" "${MODEL[@]}" --checkpoint "$TMP/$1"
+}
+# sample_rank0: while the job runs, the most threads and descriptors rank 0 had (MAX_T, MAX_F)
+sample_rank0() {
+  local pid t f i
+  MAX_T=0 MAX_F=0
+  for ((i = 0; i < LIMIT * 20; ++i)); do
+    kill -0 "$JOB" 2>/dev/null || break
+    pid=$(rank_pid 0)
+    if [ -n "$pid" ]; then
+      t=$(count "/proc/$pid/task") f=$(count "/proc/$pid/fd")
+      [ "$t" -gt "$MAX_T" ] && MAX_T=$t
+      [ "$f" -gt "$MAX_F" ] && MAX_F=$f
+    fi
+    sleep 0.05
+  done
+}
+wait_line() {  # wait_line FILE TEXT: true once FILE has TEXT, false after LIMIT seconds
+  local i
+  for ((i = 0; i < LIMIT * 10; ++i)); do
+    grep -qF -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+finish() {  # waits for the job: RC
+  wait "$JOB"
+  RC=$?
+  JOB=
+}
+losses() { grep -E '^\[rank 0\] step ' "$1" | sed -E 's/^(\[rank 0\] step [0-9]+\/[0-9]+ \| loss [^ ]+).*/\1/'; }
+
+# ---- the plain run
+run_job plain
+wait_for "step 50/" || bad "plain: training did not start: $(cat "$OUT")"
+sample_rank0
+finish
+PLAIN_T=$MAX_T PLAIN_F=$MAX_F
+expect "plain run succeeds" [ "$RC" = 0 ]
+[ "$RC" = 0 ] || cat "$TMP/plain.out"
+echo "plain run: rank 0 had at most $PLAIN_T threads and $PLAIN_F descriptors"
+
+# ---- the flooded run: the flood starts once training has
+run_job flood
+wait_for "step 50/" || bad "flood: training did not start: $(cat "$OUT")"
+python3 "$DIR/store_flood.py" "$PORT" 3000 16 "$TMP/flood.status" >"$TMP/flooder.out" 2>&1 &
+FLOODER=$!
+wait_line "$TMP/flooder.out" "flood: full strength" ||
+  bad "the flooder did not start: $(cat "$TMP/flooder.out")"
+expect "the flood reached full strength while the job trained" \
+  eval 'has "$OUT" "step 50/" && hasnt "$OUT" "wall time"'
+sample_rank0
+finish
+kill -KILL "$FLOODER" 2>/dev/null
+wait "$FLOODER" 2>/dev/null
+FLOODER=
+echo "flooded run: rank 0 had at most $MAX_T threads and $MAX_F descriptors;" \
+  "flooder: $(head -1 "$TMP/flooder.out"); $(cat "$TMP/flood.status")"
+expect "flooded run succeeds" [ "$RC" = 0 ]
+[ "$RC" = 0 ] || tail -n 30 "$OUT"
+expect "flooded run: the same step losses" cmp -s <(losses "$TMP/plain.out") <(losses "$OUT")
+expect "flooded run: some step losses were compared" [ "$(losses "$OUT" | wc -l)" -ge 100 ]
+expect "flooded run: the same final checkpoint" \
+  cmp "$TMP/plain/ckpt.safetensors" "$TMP/flood/ckpt.safetensors"
+expect "flooded run: no temporary file left" \
+  [ -z "$(find "$TMP/plain" "$TMP/flood" -name '*.tmp*')" ]
+expect "flooded run: rank 0 gained no thread per stranger" [ "$MAX_T" -le $((PLAIN_T + 4)) ]
+expect "flooded run: rank 0 held at most 64 more descriptors" [ "$MAX_F" -le $((PLAIN_F + 64 + 8)) ]
+expect "the store cut off the slow hellos" \
+  grep -qE 'slow_cut=[1-9]' "$TMP/flood.status"
+expect "the store's log stays short (a few lines, then counts)" \
+  [ "$(grep -c 'ringgrad store:' "$OUT")" -le 100 ]
+
+[ $FAILS -eq 0 ] && echo "all store flood checks passed"
+exit $FAILS

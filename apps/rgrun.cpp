@@ -6,27 +6,29 @@
 // Each rank runs PROGRAM with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT and RG_JOB_TOKEN set (see dist/init.h). The job token proves to the store and
 // the peer links that a connection belongs to this job: a random one per job, or, when the
-// job spans nodes, one every node derives from --rdzv-id (or RG_JOB_TOKEN, which always wins).
+// job spans nodes, one every node derives from a secret it is given (RG_JOB_TOKEN or
+// RG_JOB_TOKEN_FILE, which a single-node job uses too; under Slurm or Open MPI their job
+// identity will do) and from --rdzv-id when set. --rdzv-id alone is not a secret, and a
+// multi-node job without one is refused.
 // Output lines are prefixed "[rank N] " (--quiet-others shows rank 0 only). When a rank
 // fails, the others get SIGTERM, then SIGKILL after the grace period, and rgrun names the
 // rank whose failure came first by cause (see blame()): a rank killed by a signal, or one
 // that was stopped (SIGSTOP) while the others waited for it, before the ranks that merely
 // reported the loss; when this node's ranks lost a rank of another node, that rank. Without
-// --master-port a single-node job picks a free port.
+// --master-port a single-node job picks a free port. No rank outlives rgrun: a rank that
+// cannot be started stops the ones started before it, and rgrun's death sends its ranks
+// SIGTERM (see rgrun_children.cpp).
 //
 // With --max-restarts N (torchrun's flag), a failed job starts again, up to N times: after
 // every rank of the failed attempt has ended and a short pause, with a new port (unless
 // --master-port fixes it) and a new job token, so nothing left of the failed attempt can join
 // the new one. RG_RESTART_COUNT tells the ranks which attempt they are (0: the first). A
 // program that resumes from its last checkpoint (rgtrain --resume auto) then carries on where
-// the failure stopped it. SIGTERM or SIGINT to rgrun stops the job without a restart.
-#include <fcntl.h>
-#include <netinet/in.h>
+// the failure stopped it. SIGTERM, SIGINT or SIGHUP to rgrun stops the job without a restart.
+#include "apps/rgrun.h"
+
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,25 +45,27 @@
 #include <string_view>
 #include <vector>
 
-namespace {
-
-struct Args {
-  int nproc_per_node = 1;
-  int nnodes = 1;
-  int node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-  std::string rdzv_id;
-  bool quiet_others = false;
-  double grace_seconds = 5;
-  int max_restarts = 0;
-  std::vector<char*> program;
-};
+namespace rgrun {
 
 [[noreturn]] void usage_error(const std::string& problem) {
   std::fprintf(stderr, "rgrun: %s (see rgrun --help)\n", problem.c_str());
   std::exit(2);
 }
+
+}  // namespace rgrun
+
+namespace {
+
+using rgrun::Args;
+using rgrun::Rank;
+using rgrun::usage_error;
+
+const CLI::Validator kNotNan(
+    [](std::string& s) {
+      return std::isnan(std::strtod(s.c_str(), nullptr)) ? "Value " + s + " is not a number"
+                                                         : std::string();
+    },
+    "", "NOT_NAN");
 
 void add_flags(CLI::App& app, Args& a) {
   app.option_defaults()->always_capture_default();
@@ -74,16 +79,17 @@ void add_flags(CLI::App& app, Args& a) {
                  "port of rank 0's store (0: a free one; single node only)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--rdzv-id,--rdzv_id", a.rdzv_id,
-                 "job id, the same on every node; the job token derives from it "
-                 "(needed with --nnodes > 1 unless RG_JOB_TOKEN is set)");
+                 "job id, the same on every node; the job token derives from it and from "
+                 "the secret RG_JOB_TOKEN or RG_JOB_TOKEN_FILE gives (a multi-node job needs one)");
   app.add_flag("--quiet-others", a.quiet_others, "print rank 0's output only");
   app.add_option("--grace", a.grace_seconds,
                  "seconds between SIGTERM and SIGKILL when the ranks are stopped")
+      ->check(kNotNan)  // CLI11's Range lets nan through
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-restarts,--max_restarts", a.max_restarts,
                  "start the whole job again up to N times when a rank fails, with a new store "
                  "and job token; the ranks see RG_RESTART_COUNT (0 on the first attempt). "
-                 "SIGTERM/SIGINT to rgrun never restarts")
+                 "SIGTERM/SIGINT/SIGHUP to rgrun never restarts")
       ->check(CLI::Range(0, 1000000));
 }
 
@@ -114,65 +120,11 @@ Args parse(int argc, char** argv) {
     usage_error("--node-rank " + std::to_string(a.node_rank) + " must be below --nnodes " +
                 std::to_string(a.nnodes));
   if (a.nnodes > 1 && a.master_port == 0) usage_error("a multi-node job needs --master-port");
+  if (int64_t(a.nnodes) * a.nproc_per_node >= (int64_t(1) << 30))
+    usage_error("--nnodes " + std::to_string(a.nnodes) + " times --nproc-per-node " +
+                std::to_string(a.nproc_per_node) + " ranks is more than a job may have (2^30 - 1)");
   return a;
 }
-
-// RG_JOB_TOKEN for the ranks of attempt `restart` (0: the first): the caller's (`given`), else
-// one derived from --rdzv-id, else (one node only) a random one. A restart gets a new token: a
-// new random one, or the given or derived one with "-restart-N" appended, which every node
-// that restarts as often derives alike.
-std::string job_token(const Args& a, const std::string& given, int restart) {
-  const std::string suffix = restart > 0 ? "-restart-" + std::to_string(restart) : "";
-  if (!given.empty()) return given + suffix;
-  if (!a.rdzv_id.empty()) return "rdzv-" + a.rdzv_id + suffix;
-  if (a.nnodes > 1)
-    usage_error(
-        "a multi-node job needs --rdzv-id ID or RG_JOB_TOKEN, the same on every node "
-        "(the ranks use it to refuse connections from other jobs)");
-  unsigned char bytes[16];
-  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
-    std::perror("rgrun: getrandom");
-    std::exit(1);
-  }
-  std::string hex;
-  for (unsigned char b : bytes) {
-    static const char* digits = "0123456789abcdef";
-    hex += digits[b >> 4];
-    hex += digits[b & 15];
-  }
-  return hex;
-}
-
-// A port nobody listens on right now (the ranks' store binds it a moment later).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("rgrun: cannot find a free port");
-    std::exit(1);
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-struct Rank {
-  int rank = 0;
-  pid_t pid = -1;
-  int fds[2] = {-1, -1};  // stdout, stderr pipes (read ends)
-  std::string partial[2];
-  bool running = true;
-  bool stopped = false;  // stopped by a signal (SIGSTOP, SIGTSTP) and not continued
-  int stop_signal = 0;
-  int status = 0;
-  int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
-  bool ended_after_our_signal = false;
-  int blames = -1;  // the rank this rank's first error names as the cause, or -1
-};
 
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
@@ -258,49 +210,6 @@ bool drain(Rank& r, int stream, bool quiet_others) {
   return true;
 }
 
-pid_t spawn(const Args& a, Rank& r, int local_rank, int world_size, int port) {
-  int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0) {
-    std::perror("rgrun: pipe");
-    std::exit(1);
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    std::perror("rgrun: fork");
-    std::exit(1);
-  }
-  if (pid == 0) {
-    setpgid(0, 0);                     // its own process group: stopping it stops its children
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // and it dies if rgrun does
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]);
-    close(out[1]);
-    close(err[0]);
-    close(err[1]);
-    setenv("RANK", std::to_string(r.rank).c_str(), 1);
-    setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
-    setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
-    setenv("LOCAL_WORLD_SIZE", std::to_string(a.nproc_per_node).c_str(), 1);
-    setenv("GROUP_RANK", std::to_string(a.node_rank).c_str(), 1);
-    setenv("MASTER_ADDR", a.master_addr.c_str(), 1);
-    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-    execvp(a.program[0], a.program.data());
-    std::fprintf(stderr, "rgrun: cannot run %s: %s\n", a.program[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  r.fds[0] = out[0];
-  r.fds[1] = err[0];
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  fcntl(err[0], F_SETFL, O_NONBLOCK);
-  return pid;
-}
-
 // The ranks of this node and what rgrun did to them.
 class Supervisor {
  public:
@@ -312,7 +221,7 @@ class Supervisor {
       pump_output(50);
       const bool any_running = reap();
       if (g_signal && !stopping_) {
-        std::fprintf(stderr, "rgrun: got signal %d, stopping the ranks\n", int(g_signal));
+        std::fprintf(stderr, "rgrun: got %s, stopping the ranks\n", signal_name(g_signal).c_str());
         stop_all();
       }
       // The others get a moment to end by themselves (and print their own errors) before
@@ -500,12 +409,13 @@ struct Outcome {
 Outcome run_attempt(const Args& a, const std::string& token, int restart) {
   setenv("RG_JOB_TOKEN", token.c_str(), 1);
   setenv("RG_RESTART_COUNT", std::to_string(restart).c_str(), 1);
-  const int port = a.master_port ? a.master_port : free_port();
-  const int world_size = a.nnodes * a.nproc_per_node;
+  const int port = a.master_port ? a.master_port : rgrun::free_port();
   std::vector<Rank> ranks(a.nproc_per_node);
-  for (int local = 0; local < a.nproc_per_node; ++local) {
+  for (int local = 0; local < a.nproc_per_node; ++local)
     ranks[local].rank = a.node_rank * a.nproc_per_node + local;
-    ranks[local].pid = spawn(a, ranks[local], local, world_size, port);
+  if (const std::string problem = rgrun::start_ranks(a, ranks, port); !problem.empty()) {
+    std::fprintf(stderr, "rgrun: %s\n", problem.c_str());
+    std::exit(1);
   }
   Supervisor supervisor(a, ranks);
   supervisor.run();
@@ -514,7 +424,7 @@ Outcome run_attempt(const Args& a, const std::string& token, int restart) {
   return {true, b.rank, b.why, b.exit_code};
 }
 
-// Waits `seconds` before a restart, or less when SIGTERM or SIGINT comes.
+// Waits `seconds` before a restart, or less when SIGTERM, SIGINT or SIGHUP comes.
 void pause_before_restart(double seconds) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (!g_signal && std::chrono::steady_clock::now() < until) usleep(20000);
@@ -524,13 +434,11 @@ void pause_before_restart(double seconds) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
-  const char* given = std::getenv("RG_JOB_TOKEN");
-  const std::string callers_token = given ? given : "";
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  const std::string secret = rgrun::callers_secret(a);
+  for (int sig : rgrun::kStopSignals) signal(sig, on_signal);
   signal(SIGPIPE, SIG_IGN);
   for (int restart = 0;; ++restart) {
-    const Outcome o = run_attempt(a, job_token(a, callers_token, restart), restart);
+    const Outcome o = run_attempt(a, rgrun::job_token(a, secret, restart), restart);
     if (!o.failed) return g_signal ? 128 + g_signal : 0;
     if (g_signal || restart == a.max_restarts) {
       const std::string used = a.max_restarts > 0

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/parallel.h"
@@ -12,6 +13,7 @@
 #include "dist/broadcast.h"
 #include "dist/buffer_math.h"
 #include "dist/ring_allreduce.h"
+#include "dist/store_wire.h"
 
 namespace rg::dist {
 
@@ -38,13 +40,18 @@ const char* collective_name(Collective kind) {
   return "?";
 }
 
+// RG_DIST_TIMEOUT: finite seconds above 0 and at most the store's longest wait (30 days), so
+// that "inf" or "1e100" cannot overflow a deadline into one already passed.
 Milliseconds default_timeout() {
   if (const char* s = std::getenv("RG_DIST_TIMEOUT"); s && *s) {
+    constexpr double kMaxSeconds = double(store_wire::kMaxWait.count()) / 1000;
     char* end = nullptr;
-    double seconds = std::strtod(s, &end);
-    RG_CHECK(end != s && *end == '\0' && seconds > 0,
-             "RG_DIST_TIMEOUT: expected a positive number of seconds, got '", s, "'");
-    return Milliseconds(static_cast<int64_t>(seconds * 1000));
+    const double seconds = std::strtod(s, &end);
+    RG_CHECK(
+        end != s && *end == '\0' && std::isfinite(seconds) && seconds > 0 && seconds <= kMaxSeconds,
+        "RG_DIST_TIMEOUT='", s, "': expected a finite number of seconds above 0 and at most ",
+        int64_t(kMaxSeconds), " (30 days)");
+    return Milliseconds(std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000)));
   }
   return Milliseconds(300'000);
 }

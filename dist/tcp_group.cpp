@@ -27,9 +27,15 @@
 namespace rg::dist {
 namespace {
 
+// RG_DIST_SHM: 1 or unset/empty (the default) shares memory between the ranks of a host, 0
+// turns it off; anything else is an error rather than a guess.
 bool shm_enabled() {
   const char* s = std::getenv("RG_DIST_SHM");
-  return !(s && std::string(s) == "0");
+  if (!s || !*s) return true;
+  const std::string v = s;
+  RG_CHECK(v == "0" || v == "1", "RG_DIST_SHM='", v,
+           "': expected 0 (no shared memory) or 1 (shared memory, the default)");
+  return v == "1";
 }
 
 void set_buffers(int fd) {
@@ -86,6 +92,7 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   const std::string me = str("rank ", rank, ": tcp");
   const auto deadline = Clock::now() + options.timeout;
   const size_t ring_bytes = shm_ring_bytes(std::getenv("RG_DIST_SHM_BYTES"));
+  const bool shm = shm_enabled();  // checked before any wait, so every rank fails at once
 
   // 1. Listen on the interface that reaches the store, and exchange addresses.
   PeerAddress mine{"127.0.0.1", 0, net::host_identity(), size, static_cast<long>(getpid())};
@@ -101,8 +108,7 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
 
   // 3. Shared memory between ranks on the same host.
   std::vector<bool> same_host(size);
-  for (int q = 0; q < size; ++q)
-    same_host[q] = q != rank && shm_enabled() && peers[q].host == mine.host;
+  for (int q = 0; q < size; ++q) same_host[q] = q != rank && shm && peers[q].host == mine.host;
   SharedRings shared = setup_shared_rings(rank, same_host, sockets.data, ring_bytes, deadline, me);
   // Large host blocks allocated from now on can be loaded by the peers of this host
   // (the single-copy all-reduce; without it, they read with process_vm_readv).

@@ -15,6 +15,8 @@ export RG_DIST_TIMEOUT=8
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2
       --eval-every 0 --warmup 2 --print-every 1 --threads 1)
 
+# The secret both launchers share (a multi-node job refuses --rdzv-id alone).
+export RG_JOB_TOKEN="two-nodes-test-$$-$RANDOM$RANDOM"
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

@@ -4,14 +4,64 @@
 //   crash RANK           rank RANK kills itself with SIGKILL; the others sleep
 //   allreduce            joins the tcp process group from the environment, all-reduces and
 //                        checks the result, prints "ok"
+//   wait PREFIX          creates PREFIX.RANK.ready once it handles SIGTERM, then sleeps up to
+//                        60 s; on SIGTERM it creates PREFIX.RANK.term and exits 0
+//                        (the tests find these ranks by PREFIX in their command line)
+//   environ              joins the tcp group like allreduce, then prints "token=TOKEN" and
+//                        "environ clean" when neither its /proc/self/environ nor its parent's
+//                        (rgrun's) holds the token's bytes any more
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "dist/init.h"
+
+namespace {
+
+char g_term_file[4096];
+
+void on_term(int) {
+  const int fd = open(g_term_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0) close(fd);
+  _exit(0);
+}
+
+// Whether a /proc/PID/environ holds the token (an unreadable one counts as holding it).
+bool holds(const std::string& proc_file, const std::string& token) {
+  std::ifstream in(proc_file, std::ios::binary);
+  if (!in) return true;
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all.find(token) != std::string::npos;
+}
+
+int check_environ() {
+  try {
+    auto pg = rg::dist::init_process_group("tcp");
+    pg->barrier()->wait();
+    const std::string token = rg::dist::job_token_from_env();
+    std::printf("token=%s\n", token.c_str());
+    if (std::getenv("RG_JOB_TOKEN")) std::printf("RG_JOB_TOKEN is still set\n");
+    if (rg::dist::job_token_from_env() != token) std::printf("a second read differs\n");
+    const bool mine = holds("/proc/self/environ", token);
+    const bool rgruns = holds("/proc/" + std::to_string(getppid()) + "/environ", token);
+    std::printf("%s\n", mine     ? "environ holds the token"
+                        : rgruns ? "rgrun's environ holds the token"
+                                 : "environ clean");
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "env";
@@ -32,6 +82,15 @@ int main(int argc, char** argv) {
     sleep(60);  // must be stopped by rgrun
     return 0;
   }
+  if (mode == "wait" && argc > 2) {
+    std::snprintf(g_term_file, sizeof g_term_file, "%s.%d.term", argv[2], info.rank);
+    signal(SIGTERM, on_term);
+    const std::string ready = std::string(argv[2]) + "." + std::to_string(info.rank) + ".ready";
+    std::ofstream{ready};
+    sleep(60);
+    return 0;
+  }
+  if (mode == "environ") return check_environ();
   if (mode == "allreduce") {
     try {
       auto pg = rg::dist::init_process_group("tcp");

@@ -1,10 +1,16 @@
 // Reading the launcher's environment: torchrun/rgrun, Slurm and Open MPI variables.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
 #include "dist/init.h"
+#include "tests/dist/process_util.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -123,4 +129,62 @@ TEST_CASE("the job token comes from RG_JOB_TOKEN, else Slurm's or Open MPI's job
   CHECK(token({}) == kDefaultJobToken);
   CHECK_THROWS_WITH_AS(token({{"RG_JOB_TOKEN", std::string(300, 'x')}}),
                        doctest::Contains("RG_JOB_TOKEN"), Error);
+}
+
+TEST_CASE("RG_JOB_TOKEN_FILE gives the token; a file group or others can read is refused") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("rg-token-" + std::to_string(getpid()))).string();
+  auto write = [&](const std::string& text, mode_t mode) {
+    std::ofstream(path, std::ios::trunc) << text;
+    REQUIRE(chmod(path.c_str(), mode) == 0);
+  };
+  auto token = [&](const std::map<std::string, std::string>& vars) {
+    return job_token_from_env([&](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    });
+  };
+  write("s3cret\n", 0600);
+  CHECK(token({{"RG_JOB_TOKEN_FILE", path}, {"SLURM_JOB_ID", "7"}}) == "s3cret");
+  CHECK(token({{"RG_JOB_TOKEN", "abc"}, {"RG_JOB_TOKEN_FILE", path}}) == "abc");
+  CHECK(find_job_token([&](const char* name) -> const char* {
+          return std::string(name) == "RG_JOB_TOKEN_FILE" ? path.c_str() : nullptr;
+        }).source == "RG_JOB_TOKEN_FILE");
+  for (mode_t mode : {0640, 0604, 0644}) {
+    CAPTURE(mode);
+    write("s3cret\n", mode);
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", unsigned(mode));
+    CHECK_THROWS_WITH_AS(
+        token({{"RG_JOB_TOKEN_FILE", path}}),
+        doctest::Contains(str("RG_JOB_TOKEN_FILE '", path, "': mode ", octal).c_str()), Error);
+  }
+  write("\n", 0600);
+  CHECK_THROWS_WITH_AS(token({{"RG_JOB_TOKEN_FILE", path}}), doctest::Contains("empty"), Error);
+  write(std::string(300, 'x'), 0600);
+  CHECK_THROWS_WITH_AS(token({{"RG_JOB_TOKEN_FILE", path}}),
+                       doctest::Contains("RG_JOB_TOKEN_FILE: 300 bytes"), Error);
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH_AS(
+      token({{"RG_JOB_TOKEN_FILE", path}}),
+      doctest::Contains(str("RG_JOB_TOKEN_FILE '", path, "': cannot open").c_str()), Error);
+}
+
+TEST_CASE("a process that reads RG_JOB_TOKEN removes it from its environment and keeps it") {
+  // In a child of its own: the token stays cached in the process that read it.
+  auto results = test::run_processes(
+      1,
+      [](int) {
+        setenv("RG_JOB_TOKEN", "first-token", 1);
+        RG_CHECK(job_token_from_env() == "first-token", "first read");
+        RG_CHECK(std::getenv("RG_JOB_TOKEN") == nullptr, "RG_JOB_TOKEN is still set");
+        RG_CHECK(job_token_from_env() == "first-token", "second read: ", job_token_from_env());
+        setenv("RG_JOB_TOKEN", "second-token", 1);  // a newly set one wins over the cache
+        RG_CHECK(job_token_from_env() == "second-token", "after setenv");
+        RG_CHECK(job_token_from_env() == "second-token", "after setenv, again");
+      },
+      std::chrono::seconds(20));
+  REQUIRE(results.size() == 1);
+  INFO(results[0].message);
+  CHECK(results[0].status == 0);
 }

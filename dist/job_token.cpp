@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,13 +26,36 @@ void check_length(const std::string& token, const char* name) {
 std::mutex g_mutex;
 std::string g_cached;
 
+// Whether `p` lies in the environment block this process started with: the memory that
+// /proc/<pid>/environ shows (fields 50 and 51 of /proc/self/stat bound it). Only that needs
+// wiping; a value set later lives elsewhere (putenv's may even be read-only).
+bool in_initial_environment(const char* p) {
+  char line[4096] = {};
+  FILE* f = std::fopen("/proc/self/stat", "r");
+  if (!f) return false;
+  const size_t n = std::fread(line, 1, sizeof line - 1, f);
+  std::fclose(f);
+  const char* after_name = std::strrchr(line, ')');  // the command name may hold spaces
+  if (n == 0 || !after_name) return false;
+  unsigned long long start = 0, end = 0;
+  int field = 2;  // ")" ends field 2
+  for (const char* c = after_name + 1; *c && field < 51; ++c) {
+    if (*c != ' ') continue;
+    ++field;
+    if (field == 50) start = std::strtoull(c + 1, nullptr, 10);
+    if (field == 51) end = std::strtoull(c + 1, nullptr, 10);
+  }
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  return start < end && at >= start && at < end;
+}
+
 // RG_JOB_TOKEN of the real environment: read, wiped and removed (so /proc/<pid>/environ,
 // which shows the environment block the process started with, no longer holds it), cached.
 std::string take_token_from_environment() {
   std::lock_guard lock(g_mutex);
   if (char* s = std::getenv("RG_JOB_TOKEN"); s && *s) {
     g_cached = s;
-    explicit_bzero(s, std::strlen(s));
+    if (in_initial_environment(s)) explicit_bzero(s, std::strlen(s));
     unsetenv("RG_JOB_TOKEN");
   }
   return g_cached;

@@ -152,6 +152,17 @@ std::vector<bool> wait_closed(const std::vector<int>& fds, Milliseconds limit) {
 
 const std::string kToken = job_token_from_env();
 
+// n connections to 127.0.0.1:port that never send a byte (their descriptors).
+std::vector<int> silent_connections(int port, size_t n) {
+  std::vector<int> fds;
+  for (size_t i = 0; i < n; ++i) {
+    const int fd = raw_connect("127.0.0.1", port);
+    REQUIRE(fd >= 0);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
 }  // namespace
 
 TEST_CASE("malformed frames close their own connection; the store keeps serving") {
@@ -296,12 +307,7 @@ TEST_CASE("a thousand silent connections cost the store no thread and a bounded 
   const size_t n =
       std::min<size_t>(1000, fd_limit > fds_before + 300 ? fd_limit - fds_before - 300 : 0);
   REQUIRE(n > kMaxPendingHellos + 32);
-  std::vector<int> silent;
-  for (size_t i = 0; i < n; ++i) {
-    const int fd = raw_connect("127.0.0.1", server.port());
-    REQUIRE(fd >= 0);
-    silent.push_back(fd);
-  }
+  const std::vector<int> silent = silent_connections(server.port(), n);
   // A member still connects and is served, after the crowd (so all of it has been accepted).
   TcpStore member("127.0.0.1", server.port(), false, Milliseconds(10'000));
   member.set("k", "v");
@@ -323,12 +329,7 @@ TEST_CASE("past the cap on waiting hellos the oldest waiters are closed; members
   TcpStore server("127.0.0.1", 0, true, Milliseconds(10'000));
   const size_t fds_before = count_entries("/proc/self/fd");
   const size_t extra = 32, n = kMaxPendingHellos + extra;
-  std::vector<int> silent;
-  for (size_t i = 0; i < n; ++i) {
-    const int fd = raw_connect("127.0.0.1", server.port());
-    REQUIRE(fd >= 0);
-    silent.push_back(fd);
-  }
+  const std::vector<int> silent = silent_connections(server.port(), n);
   TcpStore member("127.0.0.1", server.port(), false, Milliseconds(10'000));
   member.set("k", "v");
   CHECK(server.get("k") == "v");

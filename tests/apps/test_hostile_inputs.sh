@@ -98,7 +98,7 @@ if wait_for "checkpoint: holding the write of step 2"; then
   expect "SIGTERM removed the holder's temp file" [ "$(temps)" = 0 ]
 else bad "the holder did not reach its held save: $(cat "$OUT")"; fi
 # A dead writer's temp file is removed at start; a running one's is not.
-sleep 300 &
+sleep 300 >/dev/null 2>&1 &
 LIVE=$!
 sh -c 'exit 0' &
 DEAD=$!

@@ -91,7 +91,7 @@ rg::nn::StateDict read_zero_shards(const std::string& ckpt_path, int64_t step, i
     for (auto& [n, t] : file.tensors) d.insert(n, t.to(device));
     dicts.push_back(std::move(d));
   }
-  return rg::optim::ZeroAdamW::merge_state_dicts(dicts);
+  return rg::optim::ZeroAdamW::merge_pieces(dicts);
 }
 
 void remove_other_shards(const std::string& ckpt_path, int64_t step, int64_t shards) {

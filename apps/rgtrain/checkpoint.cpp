@@ -12,7 +12,6 @@
 #include "apps/rgtrain/util.h"
 #include "apps/rgtrain/zero_checkpoint.h"
 #include "core/atomic_file.h"
-#include "nn/optim/zero_adamw.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -71,8 +70,8 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
-  // ZeroAdamW holds only this rank's shards: each rank saved its own file.
-  if (!dynamic_cast<rg::optim::ZeroAdamW*>(&opt))
+  // A sharded state is only this rank's share: each rank saved its own file.
+  if (!opt.state_is_sharded())
     for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
   rg::nn::SafetensorsMetadata md = model_metadata(model);
   md["step"] = std::to_string(at.step);
@@ -106,17 +105,17 @@ Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std
 
 void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
                           rg::optim::Optimizer& opt, rg::Device device) {
-  auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&opt);
+  const bool sharded = opt.state_is_sharded();
   const bool has_state = r.zero_shards > 0 || !r.optim.empty();
   if (!has_state && r.step > 0 && !a.reset_optimizer)
     fail(path, ": holds no optimizer state (step ", r.step,
          "); resuming would restart the optimizer's moments. Pass --reset-optimizer to do so");
-  const bool other_kind = has_state && (zero != nullptr) != (r.zero_shards > 0);
+  const bool other_kind = has_state && sharded != (r.zero_shards > 0);
   if (other_kind && !a.reset_optimizer) fail_kind(path, r);
-  if (zero && r.zero_shards > 0 && !other_kind) {
-    const rg::nn::StateDict merged = read_zero_shards(path, r.step, r.zero_shards, device);
+  if (sharded && r.zero_shards > 0 && !other_kind) {
+    const rg::nn::StateDict merged = read_zero_shards(path, r.step, r.zero_shards, opt, device);
     try {
-      zero->load_state_dict(merged);
+      opt.load_state_dict(merged);
     } catch (const rg::Error& e) {
       fail(path, ": its optimizer shards do not fit this run: ", e.what());
     }

@@ -51,9 +51,9 @@ struct Resumed {
 Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
                                rg::nn::Module& model, rg::Device device);
 
-// Loads r's optimizer state into opt (a ZeroAdamW reads and merges the shards). Errors when
-// the state is missing, or sharded for a whole optimizer or vice versa, unless
-// --reset-optimizer (which then starts the moments afresh).
+// Loads r's optimizer state into opt (a sharded one reads the shard files, merged by
+// opt.merge_state_dicts). Errors when the state is missing, or sharded for a whole
+// optimizer or vice versa, unless --reset-optimizer (which then starts the moments afresh).
 void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
                           rg::optim::Optimizer& opt, rg::Device device);
 

@@ -64,7 +64,8 @@ void remove_stale_checkpoint_temps(const std::string& path) {
   remove_stale_shard_temps(path);
 }
 
-void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
+void save_checkpoint(const std::string& path, rg::nn::Module& model,
+                     const rg::nn::SafetensorsMetadata& model_md, rg::optim::Optimizer& opt,
                      const std::string& config, const CheckpointPosition& at, uint64_t seed,
                      int64_t zero_shards) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -73,7 +74,7 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
   // A sharded state is only this rank's share: each rank saved its own file.
   if (!opt.state_is_sharded())
     for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
-  rg::nn::SafetensorsMetadata md = model_metadata(model);
+  rg::nn::SafetensorsMetadata md = model_md;
   md["step"] = std::to_string(at.step);
   md["config"] = config;
   md["data_epoch"] = std::to_string(at.data_epoch);
@@ -88,7 +89,8 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
 }
 
 Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::Device device) {
+                               rg::nn::Module& model, const rg::nn::SafetensorsMetadata& model_md,
+                               rg::Device device) {
   auto file = load_checked(path, "--resume");
   auto& md = file.metadata;
   Resumed r;
@@ -97,7 +99,7 @@ Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std
   r.step = parse_count(path, "step", md["step"]);
   if (r.step > a.steps) fail(path, ": at step ", r.step, ", beyond --steps ", a.steps);
   if (md.count("zero_shards")) r.zero_shards = parse_count(path, "zero_shards", md["zero_shards"]);
-  load_into(model, file, path);
+  load_into(model, model_md, file, path);
   for (auto& [n, t] : file.tensors)
     if (n.rfind("optim.", 0) == 0) r.optim.insert(n.substr(6), t.to(device));
   return r;

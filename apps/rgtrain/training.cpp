@@ -41,7 +41,7 @@ void save(RunState& s, int64_t step) {
   const bool sharded = s.opt->state_is_sharded();
   if (sharded) save_zero_shard(s.ckpt_path, *s.opt, step, *s.group);
   if (!s.lead) return;
-  save_checkpoint(s.ckpt_path, *s.model, *s.opt, s.config,
+  save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
                   {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
                   sharded ? s.world : 0);
 }

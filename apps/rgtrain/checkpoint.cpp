@@ -12,7 +12,6 @@
 #include "apps/rgtrain/util.h"
 #include "apps/rgtrain/zero_checkpoint.h"
 #include "core/atomic_file.h"
-#include "nn/optim/zero_adamw.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -65,16 +64,17 @@ void remove_stale_checkpoint_temps(const std::string& path) {
   remove_stale_shard_temps(path);
 }
 
-void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
+void save_checkpoint(const std::string& path, rg::nn::Module& model,
+                     const rg::nn::SafetensorsMetadata& model_md, rg::optim::Optimizer& opt,
                      const std::string& config, const CheckpointPosition& at, uint64_t seed,
                      int64_t zero_shards) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : model.state_dict()) ts.emplace_back(n, t);
-  // ZeroAdamW holds only this rank's shards: each rank saved its own file.
-  if (!dynamic_cast<rg::optim::ZeroAdamW*>(&opt))
+  // A sharded state is only this rank's share: each rank saved its own file.
+  if (!opt.state_is_sharded())
     for (auto& [n, t] : opt.state_dict()) ts.emplace_back("optim." + n, t);
-  rg::nn::SafetensorsMetadata md = model_metadata(model);
+  rg::nn::SafetensorsMetadata md = model_md;
   md["step"] = std::to_string(at.step);
   md["config"] = config;
   md["data_epoch"] = std::to_string(at.data_epoch);
@@ -89,7 +89,8 @@ void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::
 }
 
 Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::Device device) {
+                               rg::nn::Module& model, const rg::nn::SafetensorsMetadata& model_md,
+                               rg::Device device) {
   auto file = load_checked(path, "--resume");
   auto& md = file.metadata;
   Resumed r;
@@ -98,7 +99,7 @@ Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std
   r.step = parse_count(path, "step", md["step"]);
   if (r.step > a.steps) fail(path, ": at step ", r.step, ", beyond --steps ", a.steps);
   if (md.count("zero_shards")) r.zero_shards = parse_count(path, "zero_shards", md["zero_shards"]);
-  load_into(model, file, path);
+  load_into(model, model_md, file, path);
   for (auto& [n, t] : file.tensors)
     if (n.rfind("optim.", 0) == 0) r.optim.insert(n.substr(6), t.to(device));
   return r;
@@ -106,17 +107,17 @@ Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std
 
 void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
                           rg::optim::Optimizer& opt, rg::Device device) {
-  auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&opt);
+  const bool sharded = opt.state_is_sharded();
   const bool has_state = r.zero_shards > 0 || !r.optim.empty();
   if (!has_state && r.step > 0 && !a.reset_optimizer)
     fail(path, ": holds no optimizer state (step ", r.step,
          "); resuming would restart the optimizer's moments. Pass --reset-optimizer to do so");
-  const bool other_kind = has_state && (zero != nullptr) != (r.zero_shards > 0);
+  const bool other_kind = has_state && sharded != (r.zero_shards > 0);
   if (other_kind && !a.reset_optimizer) fail_kind(path, r);
-  if (zero && r.zero_shards > 0 && !other_kind) {
-    const rg::nn::StateDict merged = read_zero_shards(path, r.step, r.zero_shards, device);
+  if (sharded && r.zero_shards > 0 && !other_kind) {
+    const rg::nn::StateDict merged = read_zero_shards(path, r.step, r.zero_shards, opt, device);
     try {
-      zero->load_state_dict(merged);
+      opt.load_state_dict(merged);
     } catch (const rg::Error& e) {
       fail(path, ": its optimizer shards do not fit this run: ", e.what());
     }

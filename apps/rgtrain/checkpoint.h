@@ -16,6 +16,7 @@
 
 #include "apps/rgtrain/config.h"
 #include "nn/nn.h"
+#include "nn/safetensors.h"
 #include "ringgrad.h"
 
 namespace rgtrain {
@@ -31,10 +32,11 @@ std::string checkpoint_path(const Args& a);
 // Removes what an interrupted save left beside `path` and says so on stdout.
 void remove_stale_checkpoint_temps(const std::string& path);
 
-// Rank 0. zero_shards > 0: the optimizer state is in that many shard files, already
-// committed (save_zero_shard); the ckpt records their count and shards of other steps or
-// world sizes are removed after its commit.
-void save_checkpoint(const std::string& path, rg::nn::Module& model, rg::optim::Optimizer& opt,
+// Rank 0. model_md: the model's model_metadata. zero_shards > 0: the optimizer state is in
+// that many shard files, already committed (save_zero_shard); the ckpt records their count
+// and shards of other steps or world sizes are removed after its commit.
+void save_checkpoint(const std::string& path, rg::nn::Module& model,
+                     const rg::nn::SafetensorsMetadata& model_md, rg::optim::Optimizer& opt,
                      const std::string& config, const CheckpointPosition& at, uint64_t seed,
                      int64_t zero_shards);
 
@@ -46,14 +48,15 @@ struct Resumed {
   rg::nn::StateDict optim;  // the whole optimizer state ("optim." entries), if any
 };
 
-// Loads the model; returns the rest. Errors (UsageError) when the config differs (but for
-// the world size) or the step is beyond --steps.
+// Loads the model (load_into, against model_md); returns the rest. Errors (UsageError) when
+// the config differs (but for the world size) or the step is beyond --steps.
 Resumed resume_from_checkpoint(const std::string& path, const Args& a, const std::string& config,
-                               rg::nn::Module& model, rg::Device device);
+                               rg::nn::Module& model, const rg::nn::SafetensorsMetadata& model_md,
+                               rg::Device device);
 
-// Loads r's optimizer state into opt (a ZeroAdamW reads and merges the shards). Errors when
-// the state is missing, or sharded for a whole optimizer or vice versa, unless
-// --reset-optimizer (which then starts the moments afresh).
+// Loads r's optimizer state into opt (a sharded one reads the shard files, merged by
+// opt.merge_state_dicts). Errors when the state is missing, or sharded for a whole
+// optimizer or vice versa, unless --reset-optimizer (which then starts the moments afresh).
 void load_optimizer_state(const Resumed& r, const std::string& path, const Args& a,
                           rg::optim::Optimizer& opt, rg::Device device);
 

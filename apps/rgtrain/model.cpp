@@ -16,9 +16,6 @@ namespace {
 // Minimal "mlp" language model: embedding of each token -> MLP -> logits (no context).
 struct MlpLM : rg::nn::Module {
   MlpLM(int64_t vocab, int64_t width, int64_t layers, uint64_t seed) {
-    metadata = {{"n_layer", std::to_string(layers)},
-                {"n_embd", std::to_string(width)},
-                {"vocab_size", std::to_string(vocab)}};
     rg::Generator gen{seed, 0};
     wte = std::make_shared<rg::nn::Embedding>(vocab, width, &gen);
     std::vector<int64_t> widths(size_t(layers) + 1, width);
@@ -30,7 +27,6 @@ struct MlpLM : rg::nn::Module {
   rg::Tensor forward(const rg::Tensor& idx) override { return mlp->forward(wte->forward(idx)); }
   std::shared_ptr<rg::nn::Embedding> wte;
   std::shared_ptr<rg::nn::MLP> mlp;
-  rg::nn::SafetensorsMetadata metadata;  // its shape, as model_metadata() writes it
 };
 
 std::string shape_string(const rg::Shape& s) {
@@ -48,9 +44,9 @@ std::string flag_of(const std::string& field) {
   return it == flags.end() ? field : it->second;
 }
 
-void check_metadata(const rg::nn::Module& m, const rg::nn::SafetensorsMetadata& file,
-                    const std::string& path) {
-  const auto bad = rg::nn::metadata_mismatches(file, model_metadata(m));
+void check_metadata(const rg::nn::SafetensorsMetadata& expected,
+                    const rg::nn::SafetensorsMetadata& file, const std::string& path) {
+  const auto bad = rg::nn::metadata_mismatches(file, expected);
   if (bad.empty()) return;
   std::string what;
   for (const auto& b : bad)
@@ -64,9 +60,7 @@ double default_memory_cap_bytes() {
   return pages > 0 && page > 0 ? 0.75 * pages * page : 16.0 * (1ull << 30);
 }
 
-// The model in f32, as every precision initialises it.
-std::shared_ptr<rg::nn::Module> make_f32_model(const Args& a, int64_t vocab, int64_t context) {
-  if (a.model == "mlp") return std::make_shared<MlpLM>(vocab, a.width, a.layers, a.seed);
+rg::nn::GPTConfig gpt_config(const Args& a, int64_t vocab, int64_t context) {
   rg::nn::GPTConfig c;
   c.vocab_size = vocab;
   c.block_size = context;
@@ -75,7 +69,13 @@ std::shared_ptr<rg::nn::Module> make_f32_model(const Args& a, int64_t vocab, int
   c.n_embd = a.width;
   c.dropout = 0;
   c.seed = a.seed;
-  auto gpt = std::make_shared<rg::nn::GPT>(c);
+  return c;
+}
+
+// The model in f32, as every precision initialises it.
+std::shared_ptr<rg::nn::Module> make_f32_model(const Args& a, int64_t vocab, int64_t context) {
+  if (a.model == "mlp") return std::make_shared<MlpLM>(vocab, a.width, a.layers, a.seed);
+  auto gpt = std::make_shared<rg::nn::GPT>(gpt_config(a, vocab, context));
   gpt->checkpoint_activations = a.checkpoint_activations;
   return gpt;
 }
@@ -155,20 +155,20 @@ rg::nn::SafetensorsContents load_checked(const std::string& path, const char* fl
   }
 }
 
-rg::nn::SafetensorsMetadata model_metadata(const rg::nn::Module& m) {
-  if (auto* gpt = dynamic_cast<const rg::nn::GPT*>(&m)) {
-    auto md = rg::nn::gpt_metadata(gpt->config());
-    md["model"] = "gpt";
-    return md;
-  }
-  auto md = dynamic_cast<const MlpLM&>(m).metadata;
-  md["model"] = "mlp";
+rg::nn::SafetensorsMetadata model_metadata(const Args& a, int64_t vocab, int64_t context) {
+  if (a.model == "mlp")
+    return {{"n_layer", std::to_string(a.layers)},
+            {"n_embd", std::to_string(a.width)},
+            {"vocab_size", std::to_string(vocab)},
+            {"model", "mlp"}};
+  auto md = rg::nn::gpt_metadata(gpt_config(a, vocab, context));
+  md["model"] = "gpt";
   return md;
 }
 
-void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file,
-               const std::string& path) {
-  check_metadata(m, file.metadata, path);
+void load_into(rg::nn::Module& m, const rg::nn::SafetensorsMetadata& expected,
+               const rg::nn::SafetensorsContents& file, const std::string& path) {
+  check_metadata(expected, file.metadata, path);
   const rg::nn::StateDict own = m.state_dict();
   rg::nn::StateDict out;  // the file's entries the model has (a checkpoint's optim.* stay out)
   for (auto& [name, src] : file.tensors) {

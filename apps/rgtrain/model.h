@@ -29,14 +29,15 @@ void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t w
 // Reads a safetensors file named by `flag` (--init, --resume), checking its kind and size
 // first; errors name the flag and the file.
 rg::nn::SafetensorsContents load_checked(const std::string& path, const char* flag);
-// The model's shape as safetensors metadata (model=gpt|mlp and nanoGPT's GPTConfig names,
-// see nn/gpt_metadata.h), written into every checkpoint.
-rg::nn::SafetensorsMetadata model_metadata(const rg::nn::Module& m);
-// Checks the file's metadata against model_metadata(m) (a field that differs is an error
-// naming it, both values and the flag), then copies the file's tensors into the model's
+// The shape of make_model(a, vocab, context) as safetensors metadata (model=gpt|mlp and
+// nanoGPT's GPTConfig names, see nn/gpt_metadata.h), written into every checkpoint.
+rg::nn::SafetensorsMetadata model_metadata(const Args& a, int64_t vocab, int64_t context);
+// Checks the file's metadata against `expected`, m's model_metadata (a field that differs is an
+// error naming it, both values and the flag), then copies the file's tensors into the model's
 // entries of the same names (strictly; a tied weight may be stored under one of its names).
 // Errors name the file and the tensor, and the shape or dtype that does not fit (integer data
 // never becomes floating-point weights).
-void load_into(rg::nn::Module& m, const rg::nn::SafetensorsContents& file, const std::string& path);
+void load_into(rg::nn::Module& m, const rg::nn::SafetensorsMetadata& expected,
+               const rg::nn::SafetensorsContents& file, const std::string& path);
 
 }  // namespace rgtrain

@@ -36,7 +36,7 @@ void check_same_data_order(const RunState& s, int64_t saved_world) {
 }
 
 int64_t load(RunState& s) {
-  Resumed r = resume_from_checkpoint(s.ckpt_path, s.args, s.config, *s.model, s.device);
+  Resumed r = resume_from_checkpoint(s.ckpt_path, s.args, s.config, *s.model, s.model_md, s.device);
   if (s.group)
     check_agreement(*s.group,
                     {{"the step of --checkpoint's ckpt.safetensors", std::to_string(r.step)}});

@@ -14,6 +14,7 @@
 #include "dist/trace.h"
 #include "nn/ddp.h"
 #include "nn/nn.h"
+#include "nn/safetensors.h"
 #include "ringgrad.h"
 
 namespace rgtrain {
@@ -32,6 +33,7 @@ struct RunState {
   rg::optim::WarmupCosineSchedule lr_of{0, 0, 0, 1};
 
   std::shared_ptr<rg::nn::Module> model;
+  rg::nn::SafetensorsMetadata model_md;  // its shape (model_metadata), checked and saved
   std::unique_ptr<rg::optim::Optimizer> opt;
   std::unique_ptr<rg::nn::DistributedDataParallel> ddp;
   std::shared_ptr<rg::dist::TraceRecorder> trace;  // set with --trace

@@ -87,10 +87,11 @@ void build_model(RunState& s) {
   const Args& a = s.args;
   check_model_memory(a, s.vocab, s.context, s.world);
   s.model = make_model(a, s.vocab, s.context);
+  s.model_md = model_metadata(a, s.vocab, s.context);
   s.model->to(s.device);
   s.config = config_string(s);
   s.ckpt_path = checkpoint_path(a);
-  if (!a.init.empty()) load_into(*s.model, load_checked(a.init, "--init"), a.init);
+  if (!a.init.empty()) load_into(*s.model, s.model_md, load_checked(a.init, "--init"), a.init);
   if (a.zero == 0 || !s.group) s.opt = make_optimizer(a, *s.model);  // else: wrap_ddp's
   if (s.lead && !s.ckpt_path.empty()) {
     s.ckpt_lock = std::make_unique<DirectoryLock>(a.checkpoint);  // before touching anything

@@ -6,9 +6,7 @@
 
 #include "apps/rgtrain/data.h"
 #include "apps/rgtrain/util.h"
-#include "nn/optim/adamw.h"
 #include "nn/optim/clip_grad.h"
-#include "nn/optim/zero_adamw.h"
 
 namespace rgtrain {
 
@@ -22,31 +20,19 @@ double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& 
 namespace {
 
 // The averaged gradients' global norm before clipping, and the factor the step multiplies
-// them by (1: no clipping). Under ZeRO they exist only as the ranks' shards: ZeroAdamW
-// computes the norm across them and clips the shards itself. AdamW folds the clipping into
-// its update (step(scale): the bits of clip_grad_norm_ then step(), one pass fewer); any
-// other optimizer gets its gradients clipped first.
+// them by (1: no clipping). The optimizer knows where its gradients are: under ZeRO they
+// exist only as the ranks' shards, and the norm is collective. The sums of squares of whole
+// gradients are added in the model's parameter order; the scale reaches the optimizer through
+// step(scale), which AdamW folds into its update (the bits of clip_grad_norm_ then step(), one
+// pass fewer) and any other optimizer applies to the gradients first.
 struct ClippedNorm {
   double norm;
   double scale = 1.0;
 };
 
 ClippedNorm gradient_norm(StepContext& c) {
-  if (auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(&c.opt))
-    return {c.clip > 0 ? zero->clip_grad_norm_(c.clip) : zero->grad_norm()};
-  auto params = c.model.parameters();
-  if (c.clip > 0 && dynamic_cast<rg::optim::AdamW*>(&c.opt)) {
-    const double norm = rg::optim::grad_norm(params);
-    return {norm, rg::optim::clip_scale(norm, c.clip)};
-  }
-  return {c.clip > 0 ? rg::optim::clip_grad_norm_(params, c.clip) : rg::optim::grad_norm(params)};
-}
-
-void optimizer_step(StepContext& c, double grad_scale) {
-  if (grad_scale != 1.0)
-    static_cast<rg::optim::AdamW&>(c.opt).step(grad_scale);  // only AdamW gets a scale
-  else
-    c.opt.step();
+  const double norm = c.opt.grad_norm(c.model.parameters());
+  return {norm, c.clip > 0 ? rg::optim::clip_scale(norm, c.clip) : 1.0};
 }
 
 rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
@@ -117,7 +103,7 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
     r.grad_norm = clipped.norm;
     r.loss = global.wait();
     r.skipped = c.skip_nonfinite && !(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
-    if (!r.skipped) optimizer_step(c, clipped.scale);
+    if (!r.skipped) c.opt.step(clipped.scale);
   });
   if (c.trace) c.trace->span(c.rank, "compute", "optimizer step", opt_start, Clock::now());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -34,16 +34,16 @@ StepResult run_step(RunState& s, StepContext& c, int64_t step) {
   return train_step(c, micro, denom, s.lr_of(step));
 }
 
-// Every rank: with --zero 1 each writes its optimizer shard first (collective); then rank 0
-// commits the ckpt that names them.
+// Every rank: with a sharded optimizer state (--zero 1) each writes its shard first
+// (collective); then rank 0 commits the ckpt that names them.
 void save(RunState& s, int64_t step) {
   if (s.ckpt_path.empty()) return;
-  auto* zero = dynamic_cast<rg::optim::ZeroAdamW*>(s.opt.get());
-  if (zero) save_zero_shard(s.ckpt_path, *zero, step, *s.group);
+  const bool sharded = s.opt->state_is_sharded();
+  if (sharded) save_zero_shard(s.ckpt_path, *s.opt, step, *s.group);
   if (!s.lead) return;
-  save_checkpoint(s.ckpt_path, *s.model, *s.opt, s.config,
+  save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
                   {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
-                  zero ? s.world : 0);
+                  sharded ? s.world : 0);
 }
 
 }  // namespace

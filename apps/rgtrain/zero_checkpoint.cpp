@@ -36,7 +36,7 @@ std::vector<fs::path> entries_of(const fs::path& dir) {
   return out;
 }
 
-void write_shard(const std::string& path, const rg::optim::ZeroAdamW& opt, int64_t step,
+void write_shard(const std::string& path, const rg::optim::Optimizer& opt, int64_t step,
                  int64_t rank, int64_t world) {
   rg::nn::NamedTensors ts;
   for (auto& [n, t] : opt.state_dict()) ts.emplace_back(n, t);
@@ -58,7 +58,7 @@ std::string shard_path(const std::string& ckpt_path, int64_t step, int64_t rank,
       .string();
 }
 
-void save_zero_shard(const std::string& ckpt_path, const rg::optim::ZeroAdamW& opt, int64_t step,
+void save_zero_shard(const std::string& ckpt_path, const rg::optim::Optimizer& opt, int64_t step,
                      rg::dist::ProcessGroup& group) {
   const int64_t rank = group.rank(), world = group.size();
   std::string status = "ok";  // or "error: <what>"
@@ -75,7 +75,7 @@ void save_zero_shard(const std::string& ckpt_path, const rg::optim::ZeroAdamW& o
 }
 
 rg::nn::StateDict read_zero_shards(const std::string& ckpt_path, int64_t step, int64_t shards,
-                                   rg::Device device) {
+                                   const rg::optim::Optimizer& opt, rg::Device device) {
   std::vector<rg::nn::StateDict> dicts;
   for (int64_t r = 0; r < shards; ++r) {
     const std::string path = shard_path(ckpt_path, step, r, shards);
@@ -91,7 +91,7 @@ rg::nn::StateDict read_zero_shards(const std::string& ckpt_path, int64_t step, i
     for (auto& [n, t] : file.tensors) d.insert(n, t.to(device));
     dicts.push_back(std::move(d));
   }
-  return rg::optim::ZeroAdamW::merge_state_dicts(dicts);
+  return opt.merge_state_dicts(dicts);
 }
 
 void remove_other_shards(const std::string& ckpt_path, int64_t step, int64_t shards) {

@@ -1,5 +1,6 @@
-// --zero 1 checkpoints: ZeroAdamW's state is sharded, so every rank writes its own pieces of
-// the moments (ZeroAdamW::state_dict, keyed independently of the world size) into
+// --zero 1 checkpoints: the optimizer's state is sharded (Optimizer::state_is_sharded; for
+// ZeroAdamW, pieces of the moments keyed independently of the world size), so every rank
+// writes its own state_dict() into
 //   <dir>/optim-step-<S>-shard-<r>-of-<N>.safetensors
 // through an AtomicFile, with metadata step=S, zero_shard=r, zero_shards=N. The model file
 // ckpt.safetensors is the commit point: rank 0 renames it only after every rank's shard is on
@@ -14,7 +15,7 @@
 
 #include "dist/process_group.h"
 #include "nn/nn.h"
-#include "nn/optim/zero_adamw.h"
+#include "nn/optim/optimizer.h"
 
 namespace rgtrain {
 
@@ -23,13 +24,14 @@ std::string shard_path(const std::string& ckpt_path, int64_t step, int64_t rank,
 
 // Collective: every rank writes its shard; returns when all are committed. A rank that fails
 // makes every rank throw UsageError with its message.
-void save_zero_shard(const std::string& ckpt_path, const rg::optim::ZeroAdamW& opt, int64_t step,
+void save_zero_shard(const std::string& ckpt_path, const rg::optim::Optimizer& opt, int64_t step,
                      rg::dist::ProcessGroup& group);
 
-// The merged state of the `shards` shard files of `ckpt_path` at `step` (UsageError naming
-// the file when one is missing, unreadable or from another step).
+// The state of the `shards` shard files of `ckpt_path` at `step`, merged by
+// opt.merge_state_dicts (UsageError naming the file when one is missing, unreadable or from
+// another step).
 rg::nn::StateDict read_zero_shards(const std::string& ckpt_path, int64_t step, int64_t shards,
-                                   rg::Device device);
+                                   const rg::optim::Optimizer& opt, rg::Device device);
 
 // Removes the shard files beside `ckpt_path` that are not the `shards` files of `step` (call
 // on rank 0 after the ckpt that names them is committed; shards = 0 removes all).

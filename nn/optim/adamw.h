@@ -30,10 +30,10 @@ class AdamW : public Optimizer {
   // The step with every gradient multiplied by grad_scale as it is read, leaving .grad as
   // it is: bit-identical to g.mul_(grad_scale) on each gradient then step(). This folds
   // gradient clipping into the update pass, without a pass that rewrites the gradients:
-  //   double norm = grad_norm(params);            // instead of clip_grad_norm_(params, c)
+  //   double norm = opt.grad_norm(params);        // instead of opt.clip_grad_norm_(c, params)
   //   opt.step(clip_scale(norm, c));              // nn/optim/clip_grad.h
   // (clip_grad_norm_ then step() still works, and gives the same bits.)
-  void step(double grad_scale);
+  void step(double grad_scale) override;
   const State& state(size_t index) const { return state_.at(index); }
   // "state.{i}.step" (int64 scalar), "state.{i}.exp_avg", "state.{i}.exp_avg_sq"
   nn::StateDict state_dict() const override;

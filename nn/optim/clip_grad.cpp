@@ -100,11 +100,13 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   RG_CHECK(max_norm > 0, "clip_grad_norm_: max_norm must be positive, got ", max_norm);
   const double norm = grad_norm(params);
   const double scale = clip_scale(norm, max_norm);
-  if (scale < 1.0) {
-    NoGradGuard no_grad;
-    scale_gradients(gradients(params), scale);
-  }
+  if (scale < 1.0) scale_gradients_(params, scale);
   return norm;
+}
+
+void scale_gradients_(const std::vector<Tensor>& params, double scale) {
+  NoGradGuard no_grad;
+  scale_gradients(gradients(params), scale);
 }
 
 }  // namespace rg::optim

@@ -21,5 +21,7 @@ double grad_norm(const std::vector<Tensor>& params);
 // The factor clip_grad_norm_ multiplies the gradients by: max_norm / (norm + 1e-6) when
 // that is < 1, else 1 (no clipping). Throws unless max_norm > 0.
 double clip_scale(double norm, double max_norm);
+// Multiplies every defined gradient of params by scale in place, as clip_grad_norm_ does.
+void scale_gradients_(const std::vector<Tensor>& params, double scale);
 
 }  // namespace rg::optim

@@ -6,6 +6,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/memory_accounting.h"
+#include "nn/optim/clip_grad.h"
 
 namespace rg::optim {
 
@@ -28,6 +29,32 @@ void Optimizer::zero_grad(bool set_to_none) {
         p.grad().detach().zero_();
       }
     }
+}
+
+void Optimizer::step(double grad_scale) {
+  RG_CHECK(std::isfinite(grad_scale) && grad_scale >= 0, name_,
+           ".step: grad_scale must be finite and >= 0, got ", grad_scale);
+  if (grad_scale != 1.0) scale_gradients_(grad_scale);
+  step();
+}
+
+double Optimizer::grad_norm(const std::vector<Tensor>& order) const {
+  return optim::grad_norm(order);
+}
+
+void Optimizer::scale_gradients_(double scale) { optim::scale_gradients_(parameters(), scale); }
+
+double Optimizer::clip_grad_norm_(double max_norm, const std::vector<Tensor>& order) {
+  RG_CHECK(max_norm > 0, name_, ".clip_grad_norm_: max_norm must be positive, got ", max_norm);
+  const double norm = grad_norm(order);
+  const double scale = clip_scale(norm, max_norm);
+  if (scale < 1.0) scale_gradients_(scale);
+  return norm;
+}
+
+nn::StateDict Optimizer::merge_state_dicts(const std::vector<nn::StateDict>& ranks) const {
+  RG_CHECK(!ranks.empty(), name_, ".merge_state_dicts: no state dicts to merge");
+  return ranks.front();
 }
 
 std::vector<Tensor> Optimizer::parameters() const {

@@ -21,6 +21,7 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options = {});
   SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
   void step() override;
+  using Optimizer::step;  // step(grad_scale): the gradients scaled in place, then step()
   // The momentum buffer of parameter `index` (undefined before its first step).
   const Tensor& momentum_buffer(size_t index) const { return buffers_.at(index); }
   nn::StateDict state_dict() const override;  // "state.{i}.momentum_buffer"

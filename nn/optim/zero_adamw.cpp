@@ -1,6 +1,6 @@
 // ZeroAdamW (see nn/optim/zero_adamw.h): shard planning over the DDP buckets, the sharded
-// update, the in-place all-gather and the global-norm clipping (the state dict is in
-// zero_adamw_state.cpp).
+// update, the in-place all-gather, and the gradient shards' global norm and scaling (the
+// state dict is in zero_adamw_state.cpp).
 #include "nn/optim/zero_adamw.h"
 
 #include <algorithm>
@@ -150,7 +150,7 @@ void ZeroAdamW::gather_parameters() {
 
 // Each rank's sum of squares over its slices (in f64), all-reduced (bit-identical everywhere).
 // The slices share their buckets' dtype: one multi-tensor reduction per dtype (usually one).
-double ZeroAdamW::grad_norm() const {
+double ZeroAdamW::grad_norm(const std::vector<Tensor>& /*order*/) const {
   NoGradGuard no_grad;
   std::vector<double> sums(shards_.size(), 0.0);
   std::vector<bool> done(shards_.size(), false);
@@ -172,14 +172,9 @@ double ZeroAdamW::grad_norm() const {
   return std::sqrt(total.data<double>()[0]);
 }
 
-double ZeroAdamW::clip_grad_norm_(double max_norm) {
-  RG_CHECK(max_norm > 0, "ZeroAdamW.clip_grad_norm_: max_norm must be positive, got ", max_norm);
+void ZeroAdamW::scale_gradients_(double scale) {
   NoGradGuard no_grad;
-  const double norm = grad_norm();
-  const double scale = max_norm / (norm + 1e-6);
-  if (scale < 1.0)
-    for (const Shard& shard : shards_) gradient_shard(shard).mul_(scale);
-  return norm;
+  for (const Shard& shard : shards_) gradient_shard(shard).mul_(scale);
 }
 
 }  // namespace rg::optim

@@ -12,8 +12,9 @@
 //      AdamW's), and written into the bucket slice;
 //   2. every bucket is all-gathered in place, so it holds all updated parameters;
 //   3. each parameter is copied back from its bucket slot — identical bits on every rank.
-// clip_grad_norm_ clips by the global norm: each rank's sum of squares over its shards
-// (rg::sum_squares_multi, one device-to-host copy), all-reduced, then one rg::scale_multi.
+// grad_norm is the global norm: each rank's sum of squares over its shards
+// (rg::sum_squares_multi, one device-to-host copy), all-reduced; clip_grad_norm_ and
+// step(grad_scale) scale the shards in place. The state is sharded (state_is_sharded).
 // Semantics match AdamW when every parameter gets a gradient every step (DDP guarantees one;
 // find_unused_parameters gives zeros): a single step count is kept.
 #pragma once
@@ -30,12 +31,14 @@ class ZeroAdamW : public Optimizer {
   ZeroAdamW(nn::DistributedDataParallel& ddp, AdamWOptions options = {});
   // Collective: every rank calls it after the same synchronised backward.
   void step() override;
-  // Collective. Scales the averaged gradient shards so that their global L2 norm is at most
-  // max_norm (scale max_norm / (norm + 1e-6) when < 1, like clip_grad_norm_); returns the
-  // norm before clipping.
-  double clip_grad_norm_(double max_norm);
-  // Collective. The global L2 norm of the averaged gradients, without clipping.
-  double grad_norm() const;
+  using Optimizer::step;  // step(grad_scale): the shards scaled in place, then step()
+  // Collective. The global L2 norm of the averaged gradient shards, without clipping (the
+  // order is not used: the sums run over the shards). clip_grad_norm_ (the base class's)
+  // scales the shards so that it is at most max_norm.
+  double grad_norm(const std::vector<Tensor>& order) const override;
+  using Optimizer::grad_norm;
+  // Not collective: multiplies this rank's averaged gradient shards by scale.
+  void scale_gradients_(double scale) override;
   // Elements of optimizer state per moment on this rank (sum of its bucket slices).
   int64_t shard_numel() const;
   int64_t steps() const { return step_; }
@@ -48,7 +51,10 @@ class ZeroAdamW : public Optimizer {
   // Takes this rank's slices out of a union of pieces saved at any world size and bucket
   // layout; throws naming the parameter whose elements no piece covers.
   void load_state_dict(const nn::StateDict& dict) override;
-  static nn::StateDict merge_state_dicts(const std::vector<nn::StateDict>& ranks);
+  bool state_is_sharded() const override { return true; }
+  // merge_pieces: the union of the ranks' pieces (static: it needs no optimizer).
+  nn::StateDict merge_state_dicts(const std::vector<nn::StateDict>& ranks) const override;
+  static nn::StateDict merge_pieces(const std::vector<nn::StateDict>& ranks);
   AdamWOptions options;
 
  private:

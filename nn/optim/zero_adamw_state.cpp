@@ -53,7 +53,11 @@ nn::StateDict ZeroAdamW::state_dict() const {
   return dict;
 }
 
-nn::StateDict ZeroAdamW::merge_state_dicts(const std::vector<nn::StateDict>& ranks) {
+nn::StateDict ZeroAdamW::merge_state_dicts(const std::vector<nn::StateDict>& ranks) const {
+  return merge_pieces(ranks);
+}
+
+nn::StateDict ZeroAdamW::merge_pieces(const std::vector<nn::StateDict>& ranks) {
   nn::StateDict merged;
   for (const nn::StateDict& rank : ranks)
     for (const auto& [name, tensor] : rank) merged.insert(name, tensor);

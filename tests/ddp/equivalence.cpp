@@ -110,7 +110,7 @@ nn::StateDict copy_of(const nn::StateDict& dict) {
   return out;
 }
 
-// ZeroAdamW needs the DDP (its buckets); plain runs clip .grad, ZeRO runs the shards.
+// ZeroAdamW needs the DDP (its buckets).
 std::unique_ptr<optim::Optimizer> make_ddp_optimizer(const Setup& s,
                                                      nn::DistributedDataParallel& ddp) {
   if (!s.zero) return make_optimizer(s, ddp.module().parameters());
@@ -118,12 +118,9 @@ std::unique_ptr<optim::Optimizer> make_ddp_optimizer(const Setup& s,
   return std::make_unique<optim::ZeroAdamW>(ddp, adamw_options());
 }
 
+// Plain runs clip .grad, ZeRO runs the shards (Optimizer::clip_grad_norm_).
 void clip_if_asked(const Setup& s, optim::Optimizer& opt) {
-  if (s.clip <= 0) return;
-  if (auto* zero = dynamic_cast<optim::ZeroAdamW*>(&opt))
-    zero->clip_grad_norm_(s.clip);
-  else
-    optim::clip_grad_norm_(opt.parameters(), s.clip);
+  if (s.clip > 0) opt.clip_grad_norm_(s.clip);
 }
 
 // Per moment: ZeroAdamW's slices of the buckets, or (AdamW, SGD) one per parameter element.

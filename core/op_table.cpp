@@ -31,12 +31,32 @@ const ElementwiseInfo& info(BinaryOp op) { return kBinary[static_cast<int>(op)];
 const char* op_name(UnaryOp op) { return info(op).name; }
 const char* op_name(BinaryOp op) { return info(op).name; }
 
-const char* op_name(ReduceOp op) {
-#define RG_NAME(name) #name,
-  static const char* names[] = {RG_REDUCE_OPS(RG_NAME)};
-#undef RG_NAME
-  return names[static_cast<int>(op)];
+#define RG_REDUCE_INFO(name, rule, kind, identity, combine, finish, gradient) \
+  {#name, ReduceRule::rule, ReduceKind::kind, #identity, #combine, #finish, #gradient},
+constexpr ReduceInfo kReduce[] = {RG_REDUCE_OPS(RG_REDUCE_INFO)};
+#undef RG_REDUCE_INFO
+
+const ReduceInfo& info(ReduceOp op) {
+  RG_CHECK(static_cast<int>(op) < kNumReduceOps, "reduce: op ", static_cast<int>(op),
+           " is not in the op table");
+  return kReduce[static_cast<int>(op)];
 }
+const char* op_name(ReduceOp op) { return info(op).name; }
+
+const char* rule_name(ReduceRule r) {
+  switch (r) {
+    case ReduceRule::widen:
+      return "widen";
+    case ReduceRule::floating:
+      return "floating";
+    case ReduceRule::same:
+      return "same";
+    case ReduceRule::index:
+      return "index";
+  }
+  return "?";
+}
+const char* kind_name(ReduceKind k) { return k == ReduceKind::fold ? "fold" : "select"; }
 
 const char* rule_name(DTypeRule r) {
   switch (r) {

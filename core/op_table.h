@@ -99,13 +99,70 @@ inline constexpr int kNumUnaryOps = 0 RG_UNARY_OPS(RG_COUNT);
 inline constexpr int kNumBinaryOps = 0 RG_BINARY_OPS(RG_COUNT);
 #undef RG_COUNT
 
-// Reductions over a set of dims.
-#define RG_REDUCE_OPS(X) X(sum) X(mean) X(max) X(min) X(argmax) X(argmin)
+// ---- THE reduction table: one row per reduction over a set of dims. Generated from it: the
+// ReduceOp enum and names, the scalar functors (core/reduce_scalar.h) that the cpu and
+// cuda/sim reduce kernels instantiate per op, the public functions rg::<name> and their
+// derivatives (ops/ops.h, ops/reduce.cpp), and the op list in docs/adding-an-op.md.
+//   name      ReduceOp::name and the public op rg::name(x, dims = {}, keepdim = false);
+//             `index` rows: rg::name(x, dim, keepdim = false)
+//   rule      the output dtype (ReduceRule below): widen | floating | same | index
+//   kind      fold: `combine` is the new accumulator from a (so far) and b (the next element);
+//             it accumulates in V = double (int64 for integer inputs), in any order.
+//             select: `combine` says whether b beats a; the kernel keeps the winner and its
+//             index, a NaN beats any number, ties keep the first. V = the compute type.
+//   identity  the accumulator before the first element, in V (a fold's empty result)
+//   finish    the output from the accumulator v, the winner's index i and the count n
+//   gradient  dL/dx, rg ops on g = dL/dy and y (both keepdim-shaped: they broadcast against
+//             x), the input x and the count n (a double); broadcast(t) expands t to x's
+//             shape, the other helpers are ops/reduce.cpp's. `index` rows: no_gradient().
+// Scalar expressions (identity, combine, finish) are C++ in V, for host and device; the
+// helpers lowest, highest and mul_wrap are core/reduce_scalar.h's.
+// clang-format off
+#define RG_REDUCE_OPS(X)                                                                                   \
+  /* name   rule      kind    identity       combine         finish    gradient */                         \
+  X(sum,    widen,    fold,   V(0),          a + b,          v,        broadcast(g))                       \
+  X(mean,   floating, fold,   V(0),          a + b,          v / V(n), broadcast(g / n))                   \
+  X(amax,   same,     select, lowest<V>(),   b > a,          v,        share_among_ties(g, x, y))          \
+  X(amin,   same,     select, highest<V>(),  b < a,          v,        share_among_ties(g, x, y))          \
+  X(argmax, index,    select, lowest<V>(),   b > a,          i,        no_gradient())                      \
+  X(argmin, index,    select, highest<V>(),  b < a,          i,        no_gradient())                      \
+  X(prod,   widen,    fold,   V(1),          mul_wrap(a, b), v,        g * product_of_others(x))
+// clang-format on
+
+// The output dtype of a reduction, from its input dtype.
+enum class ReduceRule : uint8_t {
+  widen,     // the input dtype; the op layer computes integer and bool inputs as int64
+  floating,  // floating inputs only (the op rejects others), output in their dtype
+  same,      // the input dtype; bool inputs are rejected
+  index,     // int64: the winner's flat row-major index in the reduced sub-space
+};
+enum class ReduceKind : uint8_t { fold, select };
+const char* rule_name(ReduceRule r);
+const char* kind_name(ReduceKind k);
+
 enum class ReduceOp : uint8_t {
-#define RG_ENUM(name) name,
+#define RG_ENUM(name, ...) name,
   RG_REDUCE_OPS(RG_ENUM)
 #undef RG_ENUM
 };
+
+// One row of the reduction table as data (the expressions as text, for messages and docs).
+struct ReduceInfo {
+  const char* name;
+  ReduceRule rule;
+  ReduceKind kind;
+  const char* identity;
+  const char* combine;
+  const char* finish;
+  const char* gradient;
+  bool differentiable() const { return rule != ReduceRule::index; }
+  // Whether an empty reduced dim has a result (a fold's identity); select rows need elements.
+  bool allows_empty() const { return kind == ReduceKind::fold; }
+};
+const ReduceInfo& info(ReduceOp op);
+#define RG_COUNT(...) +1
+inline constexpr int kNumReduceOps = 0 RG_REDUCE_OPS(RG_COUNT);
+#undef RG_COUNT
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);

@@ -83,13 +83,26 @@ Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 
-// ---- reductions (ops/reduce.cpp); dims may be negative; empty dims = all
-Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
-Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
-Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+// ---- reductions (ops/reduce.cpp); dims may be negative; empty dims = all. One function per
+// row of the reduction table (core/op_table.h lists them with their formulas):
+//   Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false),
+//          mean, amax, amin, prod
+//   Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false), argmin
+#define RG_DECLARE_REDUCE(name, rule, ...) RG_DECLARE_REDUCE_##rule(name)
+#define RG_DECLARE_REDUCE_DIMS(name) \
+  Tensor name(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+#define RG_DECLARE_REDUCE_widen RG_DECLARE_REDUCE_DIMS
+#define RG_DECLARE_REDUCE_floating RG_DECLARE_REDUCE_DIMS
+#define RG_DECLARE_REDUCE_same RG_DECLARE_REDUCE_DIMS
+#define RG_DECLARE_REDUCE_index(name) \
+  Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
+RG_REDUCE_OPS(RG_DECLARE_REDUCE)
+#undef RG_DECLARE_REDUCE_index
+#undef RG_DECLARE_REDUCE_same
+#undef RG_DECLARE_REDUCE_floating
+#undef RG_DECLARE_REDUCE_widen
+#undef RG_DECLARE_REDUCE_DIMS
+#undef RG_DECLARE_REDUCE
 Tensor argmax(const Tensor& x);  // over all elements (flattened index)
 // Reduces a gradient of a broadcast result back to `shape` (sums broadcast dims).
 Tensor sum_to(const Tensor& x, const Shape& shape);

@@ -1,17 +1,19 @@
-// CPU reductions: sum, mean, max, min, argmax, argmin over a sorted, unique dim list.
-// `out` has the keepdim shape; argmax/argmin write int64 (the flat row-major index inside
-// the reduced sub-space, first index on ties, first NaN wins). The input is seen as
-// [A, R, B] (R = reduced elements): contiguous inputs whose reduced dims form one block are
-// read in place, anything else is first permuted to [kept..., reduced...] and copied.
-// Determinism: sums accumulate in double (int64 for integers) over fixed chunks of kChunk
-// elements with 16 fixed lanes, and chunk partials combine in order, so the bits never
-// depend on the thread count. bf16 computes in float (double for sums).
+// CPU reductions: every row of RG_REDUCE_OPS (core/op_table.h; its functor from
+// core/reduce_scalar.h is a template parameter) over a sorted, unique dim list.
+// `out` has the keepdim shape; `index` rows (argmax/argmin) write int64 (the flat row-major index
+// inside the reduced sub-space, first index on ties, first NaN wins). The input is seen as [A, R,
+// B] (R = reduced elements): contiguous inputs whose reduced dims form one block are read in place,
+// anything else is first permuted to [kept..., reduced...] and copied. Determinism: folds (sums,
+// products) accumulate in double (int64 for integers) over fixed chunks of kChunk elements with 16
+// fixed lanes, and chunk partials combine in order, so the bits never depend on the thread count.
+// bf16 computes in float (double for sums).
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "core/reduce_scalar.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
@@ -23,39 +25,19 @@ constexpr int64_t kChunk = 16384;  // fixed chunk of a long row: part of the res
 constexpr int kLanes = 16;
 constexpr int64_t kColumnBlock = 256;  // output columns per task when reducing [A, R, B], B > 1
 
-template <ReduceOp Op, typename T>
+// One row of RG_REDUCE_OPS (its functor from core/reduce_scalar.h) over input type T.
+template <typename Row, typename T>
 struct Reduction {
   using C = compute_t<T>;
-  static constexpr bool kSum = Op == ReduceOp::sum || Op == ReduceOp::mean;
-  static constexpr bool kMax = Op == ReduceOp::max || Op == ReduceOp::argmax;
-  static constexpr bool kArg = Op == ReduceOp::argmax || Op == ReduceOp::argmin;
-  using V = std::conditional_t<kSum, std::conditional_t<std::is_integral_v<T>, int64_t, double>, C>;
+  static constexpr bool kArg = Row::rule == ReduceRule::index;
+  using V = scalar::reduce_acc_t<Row, C>;
   struct State {
     V value;
     int64_t index;
   };
 
-  static V identity() {
-    if constexpr (kSum) return V(0);
-    if constexpr (std::numeric_limits<V>::has_infinity)
-      return kMax ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::infinity();
-    return kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
-  }
-  // Strictly better (so ties keep the earlier index); a NaN beats any number.
-  static bool better(V v, V best) {
-    if (v != v) return best == best;
-    return kMax ? v > best : v < best;
-  }
-  // Value-only combine, branch-free so the lane loop vectorises; a NaN in a stays (b > NaN
-  // and b != b are both false for a number b), a NaN in b wins.
-  static V combine(V a, V b) {
-    if constexpr (kSum)
-      return a + b;
-    else if constexpr (kMax)
-      return (b > a || b != b) ? b : a;
-    else
-      return (b < a || b != b) ? b : a;
-  }
+  static V identity() { return Row::template identity<V>(); }
+  static V combine(V a, V b) { return scalar::combine<Row>(a, b); }
 
   // Reduces x[0..n) whose first element has reduced index `base`.
   static State chunk(const T* x, int64_t n, int64_t base) {
@@ -63,7 +45,7 @@ struct Reduction {
     if constexpr (kArg) {
       for (int64_t i = 0; i < n; ++i) {
         V v = V(C(x[i]));
-        if (better(v, s.value)) s = {v, base + i};
+        if (scalar::beats<Row>(s.value, v)) s = {v, base + i};
       }
     } else {
       V lanes[kLanes];
@@ -79,26 +61,24 @@ struct Reduction {
     return s;
   }
   static void merge(State& a, const State& b) {
-    if constexpr (kSum)
-      a.value += b.value;
-    else if (better(b.value, a.value))
+    if constexpr (!kArg)
+      a.value = combine(a.value, b.value);
+    else if (scalar::beats<Row>(a.value, b.value))
       a = b;
   }
   template <typename Out>
   static Out finish(const State& s, int64_t r) {
     if constexpr (kArg)
-      return s.index;
-    else if constexpr (Op == ReduceOp::mean)
-      return Out(C(s.value / V(r)));
+      return Row::finish(s.value, s.index, r);
     else
-      return Out(C(s.value));
+      return Out(C(Row::finish(s.value, s.index, r)));
   }
 };
 
 // out[a] = reduce(x[a, 0..R)) for contiguous rows.
-template <ReduceOp Op, typename T, typename Out>
+template <typename Row, typename T, typename Out>
 void reduce_rows(Out* out, const T* x, int64_t rows, int64_t r) {
-  using Red = Reduction<Op, T>;
+  using Red = Reduction<Row, T>;
   if (r <= kChunk) {
     parallel_for(rows, grain_rows(r), [&](int64_t b, int64_t e) {
       for (int64_t a = b; a < e; ++a)
@@ -122,9 +102,9 @@ void reduce_rows(Out* out, const T* x, int64_t rows, int64_t r) {
 }
 
 // out[a, j] = reduce_i x[a, i, j] for contiguous [A, R, B]; vectorised along j.
-template <ReduceOp Op, typename T, typename Out>
+template <typename Row, typename T, typename Out>
 void reduce_columns(Out* out, const T* x, int64_t outer, int64_t r, int64_t inner) {
-  using Red = Reduction<Op, T>;
+  using Red = Reduction<Row, T>;
   using V = typename Red::V;
   int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
   int64_t grain = grain_rows(r * kColumnBlock);
@@ -141,7 +121,7 @@ void reduce_columns(Out* out, const T* x, int64_t outer, int64_t r, int64_t inne
         if constexpr (Red::kArg) {
           for (int64_t j = 0; j < width; ++j) {
             V v = V(typename Red::C(row[j]));
-            if (Red::better(v, value[j])) value[j] = v, index[j] = i;
+            if (scalar::beats<Row>(value[j], v)) value[j] = v, index[j] = i;
           }
         } else {
           for (int64_t j = 0; j < width; ++j)
@@ -154,29 +134,17 @@ void reduce_columns(Out* out, const T* x, int64_t outer, int64_t r, int64_t inne
   });
 }
 
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 void reduce_typed(const Tensor& out, const Tensor& x, int64_t outer, int64_t r, int64_t inner) {
-  using Out = std::conditional_t<Reduction<Op, T>::kArg, int64_t, T>;
+  using Out = std::conditional_t<Reduction<Row, T>::kArg, int64_t, T>;
   Tensor dst = out.is_contiguous() ? out : empty(out.shape(), out.dtype());
   Out* o = dst.template data<Out>();
   const T* p = x.template data<T>();
   if (inner == 1)
-    reduce_rows<Op, T, Out>(o, p, outer, r);
+    reduce_rows<Row, T, Out>(o, p, outer, r);
   else
-    reduce_columns<Op, T, Out>(o, p, outer, r, inner);
+    reduce_columns<Row, T, Out>(o, p, outer, r, inner);
   if (!dst.is_same(out)) copy_into(out, dst);
-}
-
-template <typename T>
-void reduce_dispatch(ReduceOp op, const Tensor& out, const Tensor& x, int64_t a, int64_t r,
-                     int64_t b) {
-  switch (op) {
-#define RG_CASE(name)  \
-  case ReduceOp::name: \
-    return reduce_typed<ReduceOp::name, T>(out, x, a, r, b);
-    RG_REDUCE_OPS(RG_CASE)
-#undef RG_CASE
-  }
 }
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<int64_t>& dims) {
@@ -189,18 +157,19 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
     RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
     reduced[dims[i]] = true;
   }
-  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  const ReduceInfo& row = info(op);
+  bool arg = row.rule == ReduceRule::index;
   DType dt = in.dtype();
   RG_DEBUG_ASSERT(dt != DType::b8, name, ": not supported for bool tensors");
-  RG_DEBUG_ASSERT(op != ReduceOp::mean || is_floating(dt), name, ": needs a floating tensor, got ",
-                  dt);
+  RG_DEBUG_ASSERT(row.rule != ReduceRule::floating || is_floating(dt), name,
+                  ": needs a floating tensor, got ", dt);
   RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : dt), name, ": output dtype ", out.dtype(),
                   " does not match ", arg ? DType::i64 : dt);
   int64_t outer = 1, r = 1, inner = 1;
   for (int64_t d = 0; d < ndim; ++d) (reduced[d] ? r : outer) *= in.size(d);
   RG_DEBUG_ASSERT(out.numel() == outer, name, ": output has ", out.numel(), " elements, expected ",
                   outer);
-  RG_DEBUG_ASSERT(r > 0 || outer == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+  RG_DEBUG_ASSERT(r > 0 || outer == 0 || row.allows_empty(), name,
                   ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outer == 0) return;
 
@@ -231,8 +200,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<
         if (reduced[d] == (pass == 1)) shape.push_back(in.size(d)), strides.push_back(in.stride(d));
     x = contiguous_as(make_view(in, shape, strides, in.offset()), dt);
   }
-  dispatch_dtype<DTypes::numeric>(
-      dt, name, [&]<typename T>(TypeTag<T>) { reduce_dispatch<T>(op, out, x, outer, r, inner); });
+  dispatch_dtype<DTypes::numeric>(dt, name, [&]<typename T>(TypeTag<T>) {
+    scalar::with_reduction(
+        op, [&]<typename Row>(Row) { reduce_typed<Row, T>(out, x, outer, r, inner); });
+  });
 }
 
 }  // namespace

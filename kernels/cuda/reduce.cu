@@ -1,7 +1,8 @@
-// reduce: sum/mean/max/min/argmax/argmin of `in` over sorted unique `dims`; out has the
-// keepdim shape (any strides) and in's dtype, int64 for arg ops (flat row-major index in
-// the reduced sub-space; ties -> first index; a NaN beats any number, first NaN wins).
-// Sums accumulate in double (int64 for integers) like the cpu kernels.
+// reduce: every row of RG_REDUCE_OPS (core/op_table.h; its functor from core/reduce_scalar.h
+// is a template parameter) of `in` over sorted unique `dims`; out has the
+// keepdim shape (any strides) and in's dtype, int64 for `index` rows (arg ops) (flat row-major
+// index in the reduced sub-space; ties -> first index; a NaN beats any number, first NaN wins).
+// Folds (sums, products) accumulate in double (int64 for integers) like the cpu kernels.
 // Kept dims and reduced dims each travel as an OffsetCalc. The launch shapes:
 //   serial: one thread per output loops over the reduction (short or strided reductions);
 //   warp:   one warp per output, lanes stride over the reduction (16-byte vectors when it is
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/reduce_scalar.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/vec16.cuh"
@@ -31,13 +33,12 @@
 namespace rg::RG_BACKEND {
 namespace reduce_detail {  // named: nvcc warns on unused members of internal classes
 
-template <ReduceOp Op, typename T>
+// One row of RG_REDUCE_OPS (its functor from core/reduce_scalar.h) over input type T.
+template <typename Row, typename T>
 struct Reducer {
-  static constexpr bool kSum = Op == ReduceOp::sum || Op == ReduceOp::mean;
-  static constexpr bool kMax = Op == ReduceOp::max || Op == ReduceOp::argmax;
-  static constexpr bool kArg = Op == ReduceOp::argmax || Op == ReduceOp::argmin;
+  static constexpr bool kArg = Row::rule == ReduceRule::index;
   using C = acc_t<T>;
-  using V = std::conditional_t<kSum, std::conditional_t<std::is_integral_v<C>, int64_t, double>, C>;
+  using V = scalar::reduce_acc_t<Row, C>;
   using Out = std::conditional_t<kArg, int64_t, T>;
   struct State {
     V value;
@@ -45,36 +46,26 @@ struct Reducer {
   };
 
   RG_HD static State identity() {
-    if constexpr (kSum)
-      return {V(0), 0};
-    else if constexpr (std::numeric_limits<V>::has_infinity)
-      return {kMax ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::infinity(),
-              std::numeric_limits<int64_t>::max()};
+    if constexpr (Row::kind == ReduceKind::fold)
+      return {Row::template identity<V>(), 0};
     else
-      return {kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max(),
-              std::numeric_limits<int64_t>::max()};
+      return {Row::template identity<V>(), std::numeric_limits<int64_t>::max()};
   }
-  RG_HD static bool better(V v, V best) {
-    if (v != v) return best == best;
-    return kMax ? v > best : v < best;
-  }
-  // Commutative: the better value, the smaller index among equals.
+  // Commutative: folds combine; selects keep the winner, the smaller index among equals.
   RG_HD static State pick(State a, State b) {
-    if constexpr (kSum) {
-      return {a.value + b.value, 0};
+    if constexpr (Row::kind == ReduceKind::fold) {
+      return {scalar::combine<Row>(a.value, b.value), 0};
     } else {
-      if (better(b.value, a.value)) return b;
-      if (better(a.value, b.value)) return a;
+      if (scalar::beats<Row>(a.value, b.value)) return b;
+      if (scalar::beats<Row>(b.value, a.value)) return a;
       return a.index <= b.index ? a : b;
     }
   }
   RG_HD static Out finish(State s, int64_t r) {
     if constexpr (kArg)
-      return s.index;
-    else if constexpr (Op == ReduceOp::mean)
-      return convert<T>(C(s.value / V(r)));
+      return Row::finish(s.value, s.index, r);
     else
-      return convert<T>(C(s.value));
+      return convert<T>(C(Row::finish(s.value, s.index, r)));
   }
   RG_HD static State element(T x, int64_t i) { return {V(convert<C>(x)), i}; }
 };
@@ -85,12 +76,12 @@ namespace {
 using reduce_detail::Reducer;
 
 // One thread's reduction of output o (offsets off) over reduction indices [begin, end).
-template <ReduceOp Op, typename T>
-__device__ typename Reducer<Op, T>::State thread_reduce_range(int64_t begin, int64_t end,
-                                                              int64_t in_offset,
-                                                              const OffsetCalc<1>& reduced,
-                                                              const T* in) {
-  using R = Reducer<Op, T>;
+template <typename Row, typename T>
+__device__ typename Reducer<Row, T>::State thread_reduce_range(int64_t begin, int64_t end,
+                                                               int64_t in_offset,
+                                                               const OffsetCalc<1>& reduced,
+                                                               const T* in) {
+  using R = Reducer<Row, T>;
   typename R::State s = R::identity();
   // Four loads in flight per thread: the column shape has one thread per output.
   RG_UNROLL4
@@ -102,23 +93,23 @@ __device__ typename Reducer<Op, T>::State thread_reduce_range(int64_t begin, int
   return s;
 }
 
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_serial_kernel(int64_t outputs, int64_t r, OffsetCalc<2> kept,
-                                     OffsetCalc<1> reduced, typename Reducer<Op, T>::Out* out,
+                                     OffsetCalc<1> reduced, typename Reducer<Row, T>::Out* out,
                                      const T* in) {
-  using R = Reducer<Op, T>;
+  using R = Reducer<Row, T>;
   int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outputs) return;
   int64_t off[2];
   kept.offsets(o, off);
-  out[off[0]] = R::finish(thread_reduce_range<Op, T>(0, r, off[1], reduced, in), r);
+  out[off[0]] = R::finish(thread_reduce_range<Row, T>(0, r, off[1], reduced, in), r);
 }
 
 // Combines the 32 lanes' states by shuffles; every lane gets the result. The index travels
 // only for arg ops (a second shuffle).
-template <ReduceOp Op, typename T>
-__device__ typename Reducer<Op, T>::State warp_combine(typename Reducer<Op, T>::State s) {
-  using R = Reducer<Op, T>;
+template <typename Row, typename T>
+__device__ typename Reducer<Row, T>::State warp_combine(typename Reducer<Row, T>::State s) {
+  using R = Reducer<Row, T>;
   for (int offset = 16; offset > 0; offset /= 2) {
     typename R::State other{__shfl_xor_sync(0xffffffffu, s.value, offset), 0};
     if constexpr (R::kArg) other.index = __shfl_xor_sync(0xffffffffu, s.index, offset);
@@ -129,30 +120,30 @@ __device__ typename Reducer<Op, T>::State warp_combine(typename Reducer<Op, T>::
 
 // Combines the block's per-thread states (warp shuffles, then one warp over the warps'
 // results); the result is valid in thread 0.
-template <ReduceOp Op, typename T>
-__device__ typename Reducer<Op, T>::State block_combine(typename Reducer<Op, T>::State s) {
-  using R = Reducer<Op, T>;
+template <typename Row, typename T>
+__device__ typename Reducer<Row, T>::State block_combine(typename Reducer<Row, T>::State s) {
+  using R = Reducer<Row, T>;
   __shared__ typename R::V scratch_value[32];
   __shared__ int64_t scratch_index[32];
-  s = warp_combine<Op, T>(s);
+  s = warp_combine<Row, T>(s);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) scratch_value[warp] = s.value, scratch_index[warp] = s.index;
   __syncthreads();
   if (warp == 0) {
     s = lane < blockDim.x / 32 ? typename R::State{scratch_value[lane], scratch_index[lane]}
                                : R::identity();
-    s = warp_combine<Op, T>(s);
+    s = warp_combine<Row, T>(s);
   }
   return s;
 }
 
 // The warp shape: warp w of the launch reduces output w. `dense`: the reduction is one run of
 // stride 1, read in 16-byte vectors where the run starts aligned (a row of a contiguous matrix).
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_warp_kernel(int64_t outputs, int64_t r, bool dense, OffsetCalc<2> kept,
-                                   OffsetCalc<1> reduced, typename Reducer<Op, T>::Out* out,
+                                   OffsetCalc<1> reduced, typename Reducer<Row, T>::Out* out,
                                    const T* in) {
-  using R = Reducer<Op, T>;
+  using R = Reducer<Row, T>;
   const int64_t o = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (o >= outputs) return;  // the whole warp: the shuffles below see all 32 lanes
   const int lane = int(threadIdx.x % 32);
@@ -178,58 +169,58 @@ __global__ void reduce_warp_kernel(int64_t outputs, int64_t r, bool dense, Offse
     reduced.offsets(i, &ri);
     s = R::pick(s, R::element(in[off[1] + ri], i));
   }
-  s = warp_combine<Op, T>(s);
+  s = warp_combine<Row, T>(s);
   if (lane == 0) out[off[0]] = R::finish(s, r);
 }
 
 // The block's threads stride over reduction indices [begin, end) of output blockIdx.x.
-template <ReduceOp Op, typename T>
-__device__ typename Reducer<Op, T>::State block_reduce_range(int64_t begin, int64_t end,
-                                                             int64_t in_offset,
-                                                             const OffsetCalc<1>& reduced,
-                                                             const T* in) {
-  using R = Reducer<Op, T>;
+template <typename Row, typename T>
+__device__ typename Reducer<Row, T>::State block_reduce_range(int64_t begin, int64_t end,
+                                                              int64_t in_offset,
+                                                              const OffsetCalc<1>& reduced,
+                                                              const T* in) {
+  using R = Reducer<Row, T>;
   typename R::State s = R::identity();
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     int64_t ri;
     reduced.offsets(i, &ri);
     s = R::pick(s, R::element(in[in_offset + ri], i));
   }
-  return block_combine<Op, T>(s);
+  return block_combine<Row, T>(s);
 }
 
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_block_kernel(int64_t r, OffsetCalc<2> kept, OffsetCalc<1> reduced,
-                                    typename Reducer<Op, T>::Out* out, const T* in) {
-  using R = Reducer<Op, T>;
+                                    typename Reducer<Row, T>::Out* out, const T* in) {
+  using R = Reducer<Row, T>;
   int64_t off[2];
   kept.offsets(blockIdx.x, off);
-  typename R::State s = block_reduce_range<Op, T>(0, r, off[1], reduced, in);
+  typename R::State s = block_reduce_range<Row, T>(0, r, off[1], reduced, in);
   if (threadIdx.x == 0) out[off[0]] = R::finish(s, r);
 }
 
 // A long contiguous reduction into few outputs (a full sum, a gradient norm): block
 // (o, chunk) reduces chunk blockIdx.y of output o into partials[chunk][o], combined by
 // reduce_combine_chunks_kernel. One block per output alone would leave most SMs idle.
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_block_chunks_kernel(int64_t outputs, int64_t r, int64_t per_chunk,
                                            OffsetCalc<2> kept, OffsetCalc<1> reduced,
-                                           typename Reducer<Op, T>::V* partials, const T* in) {
-  using R = Reducer<Op, T>;
+                                           typename Reducer<Row, T>::V* partials, const T* in) {
+  using R = Reducer<Row, T>;
   int64_t off[2];
   kept.offsets(blockIdx.x, off);
   const int64_t begin = int64_t(blockIdx.y) * per_chunk;
   const int64_t end = begin + per_chunk < r ? begin + per_chunk : r;
-  typename R::State s = block_reduce_range<Op, T>(begin, end, off[1], reduced, in);
+  typename R::State s = block_reduce_range<Row, T>(begin, end, off[1], reduced, in);
   if (threadIdx.x == 0) partials[int64_t(blockIdx.y) * outputs + blockIdx.x] = s.value;
 }
 
 // First pass of the column-chunk shape: partials[chunk][o] = the reduction of output o over
 // rows [chunk * rows_per_chunk, +rows_per_chunk).
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_column_chunks_kernel(int64_t outputs, int64_t r, int64_t rows_per_chunk,
                                             OffsetCalc<2> kept, OffsetCalc<1> reduced,
-                                            typename Reducer<Op, T>::V* partials, const T* in) {
+                                            typename Reducer<Row, T>::V* partials, const T* in) {
   int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outputs) return;
   int64_t off[2];
@@ -237,16 +228,16 @@ __global__ void reduce_column_chunks_kernel(int64_t outputs, int64_t r, int64_t 
   const int64_t begin = int64_t(blockIdx.y) * rows_per_chunk;
   const int64_t end = begin + rows_per_chunk < r ? begin + rows_per_chunk : r;
   partials[int64_t(blockIdx.y) * outputs + o] =
-      thread_reduce_range<Op, T>(begin, end, off[1], reduced, in).value;
+      thread_reduce_range<Row, T>(begin, end, off[1], reduced, in).value;
 }
 
 // Second pass: each output combines its chunks in chunk order.
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 __global__ void reduce_combine_chunks_kernel(int64_t outputs, int64_t chunks, int64_t r,
                                              OffsetCalc<2> kept,
-                                             const typename Reducer<Op, T>::V* partials,
-                                             typename Reducer<Op, T>::Out* out) {
-  using R = Reducer<Op, T>;
+                                             const typename Reducer<Row, T>::V* partials,
+                                             typename Reducer<Row, T>::Out* out) {
+  using R = Reducer<Row, T>;
   int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outputs) return;
   int64_t off[2];
@@ -276,11 +267,11 @@ int64_t block_chunks(int64_t outputs, int64_t r, int64_t threads) {
 // The two-pass shapes: chunk partials of every output, then reduce_combine_chunks_kernel.
 // `blocks_per_output`: a block per (output, chunk) (contiguous reductions), else a thread
 // per (output, chunk) (strided columns).
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 void reduce_in_chunks(LaunchConfig cfg, bool blocks_per_output, int64_t threads, const Tensor& out,
                       int64_t outputs, int64_t r, int64_t chunks, const OffsetCalc<2>& kept,
                       const OffsetCalc<1>& reduced, const T* x) {
-  using R = Reducer<Op, T>;
+  using R = Reducer<Row, T>;
   using V = typename R::V;
   const int64_t per_chunk = ceil_div(r, chunks);
   chunks = ceil_div(r, per_chunk);
@@ -290,26 +281,26 @@ void reduce_in_chunks(LaunchConfig cfg, bool blocks_per_output, int64_t threads,
   if (blocks_per_output) {
     cfg.grid = dim3(static_cast<unsigned>(outputs), static_cast<unsigned>(chunks));
     cfg.block = dim3(static_cast<unsigned>(threads));
-    launch(reduce_block_chunks_kernel<Op, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
+    launch(reduce_block_chunks_kernel<Row, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
            x);
   } else {
     cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)), static_cast<unsigned>(chunks));
     cfg.block = dim3(128);
     cfg.uses_sync = false;
-    launch(reduce_column_chunks_kernel<Op, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
+    launch(reduce_column_chunks_kernel<Row, T>, cfg, outputs, r, per_chunk, kept, reduced, partials,
            x);
   }
   cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
   cfg.block = dim3(128);
   cfg.uses_sync = false;
-  launch(reduce_combine_chunks_kernel<Op, T>, cfg, outputs, chunks, r, kept,
+  launch(reduce_combine_chunks_kernel<Row, T>, cfg, outputs, chunks, r, kept,
          static_cast<const V*>(partials), static_cast<typename R::Out*>(out.data_ptr()));
 }
 
-template <ReduceOp Op, typename T>
+template <typename Row, typename T>
 void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t outputs, int64_t r,
                   const OffsetCalc<2>& kept, const OffsetCalc<1>& reduced) {
-  using R = Reducer<Op, T>;
+  using R = Reducer<Row, T>;
   auto* o = static_cast<typename R::Out*>(out.data_ptr());
   auto* x = static_cast<const T*>(in.data_ptr());
   bool contiguous_reduction = reduced.ndim > 0 && reduced.strides[reduced.ndim - 1][0] == 1;
@@ -331,18 +322,18 @@ void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t
     constexpr int kWarpsPerBlock = 8;
     cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, kWarpsPerBlock)));
     cfg.block = dim3(32 * kWarpsPerBlock);  // shuffles: uses_sync stays true
-    launch(reduce_warp_kernel<Op, T>, cfg, outputs, r, reduced.ndim == 1, kept, reduced, o, x);
+    launch(reduce_warp_kernel<Row, T>, cfg, outputs, r, reduced.ndim == 1, kept, reduced, o, x);
   } else if (chunks > 1) {
-    reduce_in_chunks<Op, T>(cfg, use_block, threads, out, outputs, r, chunks, kept, reduced, x);
+    reduce_in_chunks<Row, T>(cfg, use_block, threads, out, outputs, r, chunks, kept, reduced, x);
   } else if (use_block) {
     cfg.grid = dim3(static_cast<unsigned>(outputs));
     cfg.block = dim3(static_cast<unsigned>(threads));
-    launch(reduce_block_kernel<Op, T>, cfg, r, kept, reduced, o, x);
+    launch(reduce_block_kernel<Row, T>, cfg, r, kept, reduced, o, x);
   } else {
     cfg.grid = dim3(static_cast<unsigned>(ceil_div(outputs, 128)));
     cfg.block = dim3(128);
     cfg.uses_sync = false;
-    launch(reduce_serial_kernel<Op, T>, cfg, outputs, r, kept, reduced, o, x);
+    launch(reduce_serial_kernel<Row, T>, cfg, outputs, r, kept, reduced, o, x);
   }
 }
 
@@ -357,9 +348,10 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
     RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
     is_reduced[dims[i]] = true;
   }
-  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  const ReduceInfo& row = info(op);
+  bool arg = row.rule == ReduceRule::index;
   RG_DEBUG_ASSERT(in.dtype() != DType::b8, name, ": not supported for bool tensors");
-  RG_DEBUG_ASSERT(op != ReduceOp::mean || is_floating(in.dtype()), name,
+  RG_DEBUG_ASSERT(row.rule != ReduceRule::floating || is_floating(in.dtype()), name,
                   ": needs a floating tensor, got ", in.dtype());
   RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : in.dtype()), name, ": output dtype ",
                   out.dtype(), " does not match ", arg ? DType::i64 : in.dtype());
@@ -379,19 +371,15 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
   int64_t outputs = numel_of(kept_shape), r = numel_of(reduced_shape);
   RG_DEBUG_ASSERT(out.numel() == outputs, name, ": output has ", out.numel(),
                   " elements, expected ", outputs);
-  RG_DEBUG_ASSERT(r > 0 || outputs == 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+  RG_DEBUG_ASSERT(r > 0 || outputs == 0 || row.allows_empty(), name,
                   ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outputs == 0) return;
   auto kept = make_offset_calc<2>(name, kept_shape, {&kept_out, &kept_in});
   auto reduced = make_offset_calc<1>(name, reduced_shape, {&reduced_in});
   dispatch_dtype<DTypes::numeric, bf16>(in.dtype(), name, [&]<typename T>(TypeTag<T>) {
-    switch (op) {
-#define RG_CASE(op_)  \
-  case ReduceOp::op_: \
-    return reduce_typed<ReduceOp::op_, T>(name, out, in, outputs, r, kept, reduced);
-      RG_REDUCE_OPS(RG_CASE)
-#undef RG_CASE
-    }
+    scalar::with_reduction(op, [&]<typename Row>(Row) {
+      reduce_typed<Row, T>(name, out, in, outputs, r, kept, reduced);
+    });
   });
 }
 

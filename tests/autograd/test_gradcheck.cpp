@@ -3,6 +3,7 @@
 
 #include "ringgrad.h"
 #include "tests/elementwise_cases.h"
+#include "tests/reduce_cases.h"
 
 using namespace rg;
 using Inputs = std::vector<Tensor>;
@@ -71,6 +72,39 @@ TEST_CASE("gradcheck: reductions") {
   check("mean", [](const Inputs& x) { return mean(x[0], {1}); }, {a});
   check("amax", [](const Inputs& x) { return amax(x[0], {2}); }, {a});
   check("amin", [](const Inputs& x) { return amin(x[0]); }, {a});
+}
+
+// Every differentiable row of the reduction table (core/op_table.h) over all dims, some dims
+// and one dim with keepdim, on an input and on a transposed view of it.
+TEST_CASE("gradcheck: every differentiable reduction of the table") {
+  for (ReduceOp op : test::all_reduce_ops()) {
+    if (!info(op).differentiable()) continue;
+    auto fn = test::reduce_case(op).function;
+    REQUIRE_MESSAGE(bool(fn), op_name(op), ": no function in tests/reduce_cases.h");
+    Tensor a = r({3, 4, 5}, 20 + static_cast<uint64_t>(op));
+    for (const auto& [dims, keepdim] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+             {{}, false}, {{0, 2}, false}, {{1}, true}, {{-1}, false}}) {
+      check(op_name(op), [fn, dims, keepdim](const Inputs& x) { return fn(x[0], dims, keepdim); },
+            {a});
+      check(
+          op_name(op),
+          [fn, dims, keepdim](const Inputs& x) { return fn(x[0].transpose(0, 2), dims, keepdim); },
+          {a});
+    }
+  }
+}
+
+// prod's gradient where a slice holds zeros: one zero gets the product of the others, two
+// zeros give 0 everywhere (PyTorch's rule); compared with finite differences and by value.
+TEST_CASE("gradcheck: prod over slices with no, one and two zeros") {
+  Tensor x =
+      tensor(std::vector<double>{2, -3, 0.5, 4, 1.5, 0, 7, -2, -1, 0, 3, 0}, {3, 4}, kFloat64);
+  check("prod zeros", [](const Inputs& in) { return prod(in[0], {1}); }, {x});
+  check("prod all", [](const Inputs& in) { return prod(in[0]); }, {x.narrow(0, 0, 2).contiguous()});
+  Tensor leaf = x.clone().requires_grad_();
+  prod(leaf, {1}).sum().backward();
+  CHECK(leaf.grad().to_vector<double>() ==
+        std::vector<double>{-6, 4, -24, -3, 0, -21, 0, 0, 0, 0, 0, 0});
 }
 
 TEST_CASE("gradcheck: matmul with batch broadcasting and transposed views") {

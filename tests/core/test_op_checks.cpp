@@ -94,3 +94,16 @@ TEST_CASE("RG_DEBUG_ASSERT throws in debug builds and is never evaluated in rele
 }
 
 }  // namespace
+
+TEST_CASE("reductions follow their row's rule: prod widens integers, an empty product is 1") {
+  Tensor i = tensor(std::vector<int64_t>{2, -3, 4, 5}, {2, 2}).to(kInt32);
+  CHECK(prod(i).dtype() == kInt64);
+  CHECK(prod(i).item<int64_t>() == -120);
+  CHECK(prod(i, {1}, true).to_vector<int64_t>() == std::vector<int64_t>{-6, 20});
+  CHECK(prod(zeros({2}, kBool)).dtype() == kInt64);
+  CHECK(prod(zeros({3, 0}), {1}).to_vector<float>() == std::vector<float>{1, 1, 1});
+  CHECK(prod(zeros({2, 3}), {-1}).shape() == Shape{2});
+  CHECK_THROWS_WITH_AS(prod(zeros({2}), {1}), doctest::Contains("prod: dim 1 out of range"), Error);
+  CHECK_THROWS_WITH_AS(amax(zeros({3, 0}), {1}),
+                       doctest::Contains("amax: cannot reduce over dim 1"), Error);
+}

@@ -171,18 +171,42 @@ static std::string op_list_markdown() {
   return md.str();
 }
 
-TEST_CASE("docs/adding-an-op.md lists exactly the ops of the table") {
+// The reduction list of docs/adding-an-op.md, as the table generates it.
+static std::string reduce_list_markdown() {
+  std::ostringstream md;
+  md << "| op | dtype rule | kind | identity | combine | finish | gradient |\n"
+     << "|---|---|---|---|---|---|---|\n";
+  for (int i = 0; i < kNumReduceOps; ++i) {
+    const ReduceInfo& op = info(ReduceOp(i));
+    md << "| `" << op.name << "(x, " << (op.rule == ReduceRule::index ? "dim" : "dims") << ")` | "
+       << rule_name(op.rule) << " | " << kind_name(op.kind) << " | `" << op.identity << "` | `"
+       << op.combine << "` | `" << op.finish << "` | `" << op.gradient << "` |\n";
+  }
+  return md.str();
+}
+
+// The text between <!-- name:begin --> and <!-- name:end --> in docs/adding-an-op.md.
+static std::string doc_section(const std::string& name) {
   std::ifstream file(std::string(RG_SOURCE_ROOT) + "/docs/adding-an-op.md");
   REQUIRE(file.good());
   std::string doc((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const std::string begin = "<!-- op-list:begin -->\n", end = "<!-- op-list:end -->";
+  const std::string begin = "<!-- " + name + ":begin -->\n", end = "<!-- " + name + ":end -->";
   size_t from = doc.find(begin), to = doc.find(end);
-  REQUIRE(from != std::string::npos);
-  REQUIRE(to != std::string::npos);
-  std::string listed = doc.substr(from + begin.size(), to - from - begin.size());
+  REQUIRE_MESSAGE(from != std::string::npos, "no marker ", begin);
+  REQUIRE_MESSAGE(to != std::string::npos, "no marker ", end);
+  return doc.substr(from + begin.size(), to - from - begin.size());
+}
+
+TEST_CASE("docs/adding-an-op.md lists exactly the ops of the table") {
   INFO("the op list is stale; replace the lines between the op-list markers with:\n"
        << op_list_markdown());
-  CHECK(listed == op_list_markdown());
+  CHECK(doc_section("op-list") == op_list_markdown());
+}
+
+TEST_CASE("docs/adding-an-op.md lists exactly the reductions of the table") {
+  INFO("the reduction list is stale; replace the lines between the reduce-list markers with:\n"
+       << reduce_list_markdown());
+  CHECK(doc_section("reduce-list") == reduce_list_markdown());
 }
 
 TEST_CASE("gelu(x, approximate) is PyTorch's: exact by default, \"tanh\" on request") {

@@ -17,7 +17,7 @@ Shape keepdim_shape(const Shape& shape, const std::vector<int64_t>& dims) {
 }
 
 void check_reduce(Device device, ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims) {
-  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  bool arg = info(op).rule == ReduceRule::index;
   DType out_dtype = arg ? DType::i64 : in.dtype();
   Shape out_shape = keepdim_shape(in.shape(), dims);
   Tensor want = empty(out_shape, out_dtype);
@@ -31,7 +31,7 @@ void check_reduce(Device device, ReduceOp op, const Tensor& in, const std::vecto
 }  // namespace
 
 GPU_KERNEL_TEST(reduce_ops_match_cpu_over_any_dims) {
-#define RG_OP(name) ReduceOp::name,
+#define RG_OP(name, ...) ReduceOp::name,
   const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
 #undef RG_OP
   // Contract (core/op_table.h): the op layer passes only dims of size > 1, never none; it
@@ -39,7 +39,7 @@ GPU_KERNEL_TEST(reduce_ops_match_cpu_over_any_dims) {
   const std::vector<std::vector<int64_t>> dim_sets = {{2}, {0}, {1}, {0, 2}, {0, 1, 2}};
   for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
     for (ReduceOp op : ops) {
-      if (op == ReduceOp::mean && !is_floating(dtype)) continue;
+      if (info(op).rule == ReduceRule::floating && !is_floating(dtype)) continue;
       for (const auto& dims : dim_sets) {
         check_reduce(device, op, random_tensor({3, 33, 65}, dtype, 21), dims);
         check_reduce(device, op, random_strided({5, 7, 31}, dtype, 22), dims);
@@ -50,7 +50,8 @@ GPU_KERNEL_TEST(reduce_ops_match_cpu_over_any_dims) {
 
 GPU_KERNEL_TEST(reduce_long_rows_and_columns) {
   for (int64_t n : {2, 31, 32, 33, 1025, 10007}) {
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::argmin, ReduceOp::mean}) {
+    for (ReduceOp op :
+         {ReduceOp::sum, ReduceOp::amax, ReduceOp::argmin, ReduceOp::mean, ReduceOp::prod}) {
       check_reduce(device, op, random_tensor({2, n}, DType::f32, 5), {1});  // block per row
       check_reduce(device, op, random_tensor({n, 3}, DType::f32, 6), {0});  // strided
       check_reduce(device, op, random_tensor({n}, DType::f32, 7), {0});     // everything
@@ -63,12 +64,12 @@ GPU_KERNEL_TEST(reduce_long_rows_and_columns) {
 // ones (32+ outputs, a thread per chunk) and contiguous ones (a block per chunk); every op
 // and dtype, chunk counts that do and do not divide the range, several reduced dims.
 GPU_KERNEL_TEST(reduce_columns_in_chunks) {
-#define RG_OP(name) ReduceOp::name,
+#define RG_OP(name, ...) ReduceOp::name,
   const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
 #undef RG_OP
   for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
     for (ReduceOp op : ops) {
-      if (op == ReduceOp::mean && !is_floating(dtype)) continue;
+      if (info(op).rule == ReduceRule::floating && !is_floating(dtype)) continue;
       check_reduce(device, op, random_tensor({1025, 40}, dtype, 31), {0});
       check_reduce(device, op, random_tensor({70, 5, 33}, dtype, 32), {0, 1});
       check_reduce(device, op, random_strided({97, 3, 36}, dtype, 33), {0});
@@ -83,13 +84,13 @@ GPU_KERNEL_TEST(reduce_columns_in_chunks) {
 // every op and dtype. Rows of 256 at a stride of 257, one element in, start on and off the
 // 16-byte boundary in turn (vectors, then scalar lanes); 45 is no multiple of any vector.
 GPU_KERNEL_TEST(reduce_rows_a_warp_each) {
-#define RG_OP(name) ReduceOp::name,
+#define RG_OP(name, ...) ReduceOp::name,
   const ReduceOp ops[] = {RG_REDUCE_OPS(RG_OP)};
 #undef RG_OP
   for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64}) {
     const Tensor wide = random_tensor({2049, 257}, dtype, 42);
     for (ReduceOp op : ops) {
-      if (op == ReduceOp::mean && !is_floating(dtype)) continue;
+      if (info(op).rule == ReduceRule::floating && !is_floating(dtype)) continue;
       check_reduce(device, op, random_tensor({2050, 45}, dtype, 41), {1});
       check_reduce(device, op, make_view(wide, {2049, 256}, {257, 1}, 1), {1});
     }
@@ -115,7 +116,7 @@ GPU_KERNEL_TEST(arg_reductions_take_first_tie_and_first_nan) {
     for (int64_t i = 0; i < 2 * n; ++i) store(in, i, std::round(values(in)[i]));
     store(in, n + n / 2, nan);
     store(in, n + n - 1, nan);
-    for (ReduceOp op : {ReduceOp::argmax, ReduceOp::argmin, ReduceOp::max, ReduceOp::min})
+    for (ReduceOp op : {ReduceOp::argmax, ReduceOp::argmin, ReduceOp::amax, ReduceOp::amin})
       check_reduce(device, op, in, {1});
   }
 }

@@ -1,8 +1,11 @@
+// The cpu reduce kernel against an f64 reference (tests/reduce_cases.h) for every row of the
+// reduction table: random shapes, dims, dtypes and layouts, ties and NaN, determinism.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "tests/kernels_cpu/helpers.h"
+#include "tests/reduce_cases.h"
 
 namespace rg::test {
 namespace {
@@ -13,13 +16,13 @@ Shape keepdim_shape(const Shape& shape, const std::vector<int64_t>& dims) {
   return out;
 }
 
-// Naive f64 reference: walks every input element once.
+// Naive f64 reference from tests/reduce_cases.h (not from the table's row): walks every
+// input element once.
 std::vector<double> reference(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims) {
+  const ReduceCase& c = reduce_case(op);
   Shape out_shape = keepdim_shape(in.shape(), dims);
   int64_t n_out = numel_of(out_shape);
-  bool is_max = op == ReduceOp::max || op == ReduceOp::argmax;
-  std::vector<double> acc(
-      n_out, op == ReduceOp::sum || op == ReduceOp::mean ? 0.0 : (is_max ? -INFINITY : INFINITY));
+  std::vector<double> acc(n_out, c.start);
   std::vector<int64_t> arg(n_out, -1), count(n_out, 0);
   std::vector<double> x = values(in);
   for (int64_t i = 0; i < in.numel(); ++i) {
@@ -36,33 +39,33 @@ std::vector<double> reference(ReduceOp op, const Tensor& in, const std::vector<i
     }
     double v = x[i];
     ++count[out_at];
-    if (op == ReduceOp::sum || op == ReduceOp::mean) {
-      acc[out_at] += v;
-    } else {
-      bool better =
-          std::isnan(v) ? !std::isnan(acc[out_at]) : (is_max ? v > acc[out_at] : v < acc[out_at]);
+    if (c.how == ReduceCase::fold) {
+      acc[out_at] = c.step(acc[out_at], v);
+    } else if (arg[out_at] < 0 || c.better(acc[out_at], v)) {
       // Row-major input order visits each output's reduced indices in increasing order.
-      if (arg[out_at] < 0 || better) acc[out_at] = v, arg[out_at] = red_at;
+      acc[out_at] = v, arg[out_at] = red_at;
     }
   }
   for (int64_t o = 0; o < n_out; ++o) {
-    if (op == ReduceOp::mean) acc[o] /= double(count[o]);
-    if (op == ReduceOp::argmax || op == ReduceOp::argmin) acc[o] = double(arg[o]);
+    if (c.how == ReduceCase::fold) acc[o] = c.finish(acc[o], count[o]);
+    if (c.how == ReduceCase::select_index) acc[o] = double(arg[o]);
   }
   return acc;
 }
 
+bool is_index(ReduceOp op) { return info(op).rule == ReduceRule::index; }
+
 void check_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims,
                   const std::string& what) {
-  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  bool arg = is_index(op);
   Tensor out = empty(keepdim_shape(in.shape(), dims), arg ? DType::i64 : in.dtype());
   cpu().reduce(op, out, in, dims);
   std::vector<double> want = reference(op, in, dims);
   double scale = 1;
-  if (op == ReduceOp::sum || op == ReduceOp::mean) {  // error grows with the magnitudes summed
+  if (op == ReduceOp::sum) {  // error grows with the magnitudes summed
     double total = 0;
     for (double v : values(in)) total += std::abs(v);
-    scale = op == ReduceOp::sum ? total + 1 : 1;
+    scale = total + 1;
   }
   check_close(values(out), want, arg ? 0 : tolerance(in.dtype()), what, scale);
 }
@@ -76,8 +79,6 @@ std::string describe(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
 
 TEST_CASE("reduce matches an f64 reference on random shapes, dims and dtypes") {
   std::mt19937 rng(1);
-  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean,   ReduceOp::max,
-                          ReduceOp::min, ReduceOp::argmax, ReduceOp::argmin};
   const DType dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64};
   for (int trial = 0; trial < 60; ++trial) {
     int ndim = 1 + trial % 4;
@@ -96,18 +97,18 @@ TEST_CASE("reduce matches an f64 reference on random shapes, dims and dtypes") {
       std::vector<int64_t> perm(ndim);
       for (int d = 0; d < ndim; ++d) perm[d] = ndim - 1 - d;
       Tensor in = trial % 2 ? permuted_tensor(shape, perm, dt, rng) : empty(shape, dt);
-      if (trial % 2 == 0)
-        fill_random(in, rng, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50);
-      for (ReduceOp op : ops) {
-        if (op == ReduceOp::mean && !is_floating(dt)) continue;
+      for (ReduceOp op : all_reduce_ops()) {
+        if (info(op).rule == ReduceRule::floating && !is_floating(dt)) continue;
+        const ReduceCase& c = reduce_case(op);
+        fill_random(in, rng, is_floating(dt) ? c.lo : c.int_lo, is_floating(dt) ? c.hi : c.int_hi);
         int64_t reduced = 1;
         for (int64_t d : dims) reduced *= shape[d];
-        bool needs_elements = op != ReduceOp::sum && op != ReduceOp::mean;
-        if (needs_elements && reduced == 0 && in.numel() == 0 &&
+        if (!info(op).allows_empty() && reduced == 0 && in.numel() == 0 &&
             numel_of(keepdim_shape(shape, dims)) > 0) {
-          Tensor out = empty(keepdim_shape(shape, dims),
-                             op == ReduceOp::argmax || op == ReduceOp::argmin ? DType::i64 : dt);
+#ifndef NDEBUG  // kernels check their contract in debug builds only
+          Tensor out = empty(keepdim_shape(shape, dims), is_index(op) ? DType::i64 : dt);
           CHECK(error_of([&] { cpu().reduce(op, out, in, dims); }).find(op_name(op)) == 0);
+#endif
           continue;
         }
         check_reduce(op, in, dims, describe(op, in, dims));
@@ -122,8 +123,11 @@ TEST_CASE("reduce covers the column, row and middle layouts") {
     Tensor x = random_tensor({5, 300, 7}, dt, rng);
     for (auto dims :
          std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}, {}})
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::argmin})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::amax, ReduceOp::argmin})
         check_reduce(op, x, dims, describe(op, x, dims));
+    Tensor near_one = random_tensor({5, 300, 7}, dt, rng, 0.99, 1.01);
+    for (auto dims : std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {0, 2}, {0, 1, 2}})
+      check_reduce(ReduceOp::prod, near_one, dims, describe(ReduceOp::prod, near_one, dims));
   }
   // Size-1 dims inside the reduced block and a broadcast (stride 0) input.
   Tensor y = random_tensor({4, 1, 6, 1, 5}, DType::f32, rng);
@@ -132,7 +136,8 @@ TEST_CASE("reduce covers the column, row and middle layouts") {
   Tensor row = random_tensor({1, 9}, DType::f32, rng);
   Tensor expanded = make_view(row, {6, 9}, {0, 1}, 0);
   check_reduce(ReduceOp::sum, expanded, {0}, "broadcast input over dim 0");
-  check_reduce(ReduceOp::max, expanded, {1}, "broadcast input over dim 1");
+  check_reduce(ReduceOp::amax, expanded, {1}, "broadcast input over dim 1");
+  check_reduce(ReduceOp::prod, expanded, {0}, "prod of a broadcast input");
 }
 
 TEST_CASE("argmax and argmin take the first index on ties; max propagates NaN") {
@@ -144,7 +149,7 @@ TEST_CASE("argmax and argmin take the first index on ties; max propagates NaN") 
   CHECK(values(arg) == std::vector<double>{1, 2});
   cpu().reduce(ReduceOp::argmin, arg, x, {1});
   CHECK(values(arg) == std::vector<double>{3, 2});
-  cpu().reduce(ReduceOp::max, mx, x, {1});
+  cpu().reduce(ReduceOp::amax, mx, x, {1});
   CHECK(get(mx, 0) == 3);
   CHECK(std::isnan(get(mx, 1)));
 }
@@ -153,7 +158,7 @@ TEST_CASE("reduce over all dims is bit-identical with 1 and 2 threads") {
   std::mt19937 rng(3);
   for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
     Tensor x = random_tensor({1000003}, dt, rng, -1, 1);
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::argmin}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::amax, ReduceOp::argmin}) {
       DType od = op == ReduceOp::argmin ? DType::i64 : dt;
       Tensor one = empty({1}, od), two = empty({1}, od);
       with_threads(1, [&] { cpu().reduce(op, one, x, {0}); });
@@ -182,15 +187,31 @@ TEST_CASE("in debug builds the reduce kernel asserts its contract, naming the op
         }).find("mean") == 0);
   Tensor e = empty({2, 0}, DType::f32);
   CHECK(error_of([&] {
-          cpu().reduce(ReduceOp::max, out, e, {1});
-        }).find("max: cannot reduce an empty") == 0);
+          cpu().reduce(ReduceOp::amax, out, e, {1});
+        }).find("amax: cannot reduce an empty") == 0);
 }
 #endif
 
-TEST_CASE("reduce: a sum over an empty dim is zero") {
+TEST_CASE("reduce: a sum over an empty dim is zero, a product one") {
   Tensor e = empty({2, 0}, DType::f32), s = empty({2, 1}, DType::f32);
   cpu().reduce(ReduceOp::sum, s, e, {1});
   CHECK(values(s) == std::vector<double>{0, 0});
+  cpu().reduce(ReduceOp::prod, s, e, {1});
+  CHECK(values(s) == std::vector<double>{1, 1});
+}
+
+TEST_CASE("prod: zeros, signs, and integers that wrap like PyTorch's") {
+  Tensor x = empty({3, 4}, DType::f64);
+  std::vector<double> v = {2, -3, 0.5, 4, 1, 0, 7, 9, -1, -2, -3, -4};
+  for (int i = 0; i < 12; ++i) set(x, i, v[i]);
+  Tensor out = empty({3, 1}, DType::f64);
+  cpu().reduce(ReduceOp::prod, out, x, {1});
+  CHECK(values(out) == std::vector<double>{-12, 0, 24});
+  Tensor big = empty({64}, DType::i64);  // 2^64 wraps to 0
+  for (int i = 0; i < 64; ++i) set(big, i, 2);
+  Tensor one = empty({1}, DType::i64);
+  cpu().reduce(ReduceOp::prod, one, big, {0});
+  CHECK(get(one, 0) == 0);
 }
 
 }  // namespace

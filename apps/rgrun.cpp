@@ -14,7 +14,8 @@
 // fails, the others get SIGTERM, then SIGKILL after the grace period, and rgrun names the
 // rank whose failure came first by cause (see blame()): a rank killed by a signal, or one
 // that was stopped (SIGSTOP) while the others waited for it, before the ranks that merely
-// reported the loss; when this node's ranks lost a rank of another node, that rank. Without
+// reported the loss; when this node's ranks lost a rank of another node, that rank. The ranks
+// say whom they lost in failure records (RG_ERROR_FILE, rgrun_records.cpp), not in words. Without
 // --master-port a single-node job picks a free port. No rank outlives rgrun: a rank that
 // cannot be started stops the ones started before it, and rgrun's death sends its ranks
 // SIGTERM (see rgrun_children.cpp).
@@ -34,7 +35,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,7 +42,6 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace rgrun {
@@ -142,44 +141,7 @@ std::string describe_end(int status) {
   return "ended with status " + std::to_string(status);
 }
 
-// Survivors name the peer they lost (dist/: "rank 1 aborted: ...", "rank 1 failed: ...",
-// "waiting for rank 0", "rank 0 has gone", "rank 0 does not answer"). The last rank a line
-// names so: "rank <n> <verb>" or "waiting for rank <n>"; -1 when there is none. (A plain scan: GCC
-// 12's std::regex floods the sanitizer build with false maybe-uninitialized warnings.)
-int last_blamed_rank(std::string_view line) {
-  static constexpr std::string_view kVerbs[] = {
-      "aborted",        "failed",       "has gone",        "does not answer",
-      "did not answer", "did not join", "did not connect", "stopped answering"};
-  constexpr std::string_view kWaiting = "waiting for ";
-  int last = -1;
-  for (size_t at = line.find("rank "); at != std::string_view::npos;
-       at = line.find("rank ", at + 1)) {
-    if (at > 0 && (std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'))
-      continue;  // "rank" must start a word
-    size_t digits = at + 5, end = digits;
-    while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
-    if (end == digits || end - digits > 9) continue;
-    std::string_view rest = line.substr(end);
-    bool waited_for =
-        at >= kWaiting.size() && line.substr(at - kWaiting.size(), kWaiting.size()) == kWaiting;
-    bool lost = rest.starts_with(' ') &&
-                std::any_of(std::begin(kVerbs), std::end(kVerbs),
-                            [&](auto verb) { return rest.substr(1).starts_with(verb); });
-    if (waited_for || lost)
-      last = std::atoi(std::string(line.substr(digits, end - digits)).c_str());
-  }
-  return last;
-}
-
-// Remembers which other rank an error line blames. Errors nest ("rank 2: rank 1 failed: ...
-// rank 0 does not answer"), so the last such name is the deepest cause.
-void note_named_ranks(Rank& r, const std::string& line) {
-  int last = last_blamed_rank(line);
-  if (r.blames < 0 && last >= 0 && last != r.rank) r.blames = last;
-}
-
 void emit(Rank& r, int stream, const std::string& line, bool quiet_others) {
-  if (stream == 1) note_named_ranks(r, line);
   if (quiet_others && r.rank != 0) return;
   std::string out = "[rank " + std::to_string(r.rank) + "] " + line + "\n";
   FILE* f = stream == 0 ? stdout : stderr;
@@ -344,9 +306,9 @@ struct Blame {
   int exit_code = 1;
 };
 
-// The rank that the failed ranks' errors name most, each error's name followed along this
-// node's ranks to the end of its chain ("rank 1 failed" where rank 1 says "rank 3 has gone":
-// rank 3, which may run on another node); -1 when no error names one.
+// The rank that the failed ranks' records blame most, each blame followed along this node's
+// ranks to the end of its chain (rank 1 blamed where rank 1 blames rank 3: rank 3, which may
+// run on another node); -1 when no record blames one.
 int most_named_rank(const std::vector<Rank>& ranks) {
   std::map<int, int> votes;
   for (const Rank& r : ranks) {
@@ -367,7 +329,7 @@ int most_named_rank(const std::vector<Rank>& ranks) {
 
 // The rank whose failure came first by cause, in this order: a rank killed by a signal rgrun
 // did not send (a crash, an OOM kill, kill -9); a rank that was stopped while the others
-// failed waiting for it; the rank that the others' errors name most; the first to fail.
+// failed waiting for it; the rank that the others' records blame most; the first to fail.
 Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
   const Rank* signaled = nullptr;
   for (const Rank& r : ranks)
@@ -419,6 +381,7 @@ Outcome run_attempt(const Args& a, const std::string& token, int restart) {
   }
   Supervisor supervisor(a, ranks);
   supervisor.run();
+  rgrun::read_failure_records(a.error_dir, ranks);
   if (!supervisor.failed()) return {};
   const Blame b = blame(ranks, supervisor.stopped_at_failure());
   return {true, b.rank, b.why, b.exit_code};
@@ -435,6 +398,9 @@ void pause_before_restart(double seconds) {
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
   const std::string secret = rgrun::callers_secret(a);
+  static std::string error_dir = rgrun::make_error_dir();
+  a.error_dir = error_dir;
+  std::atexit([] { rgrun::remove_error_dir(error_dir); });
   for (int sig : rgrun::kStopSignals) signal(sig, on_signal);
   signal(SIGPIPE, SIG_IGN);
   for (int restart = 0;; ++restart) {

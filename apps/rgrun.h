@@ -19,6 +19,7 @@ struct Args {
   double grace_seconds = 5;
   int max_restarts = 0;
   std::vector<char*> program;
+  std::string error_dir;  // where the ranks write their failure records ("": nowhere)
 };
 
 struct Rank {
@@ -32,7 +33,7 @@ struct Rank {
   int status = 0;
   int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
   bool ended_after_our_signal = false;
-  int blames = -1;  // the rank this rank's first error names as the cause, or -1
+  int blames = -1;  // the rank this rank's failure record blames, or -1
 };
 
 // The signals rgrun stops its job on (SIGINT, SIGTERM, SIGHUP), blocked while it forks.
@@ -48,6 +49,14 @@ std::string callers_secret(const Args& a);
 
 // RG_JOB_TOKEN for the ranks of attempt `restart` (0: the first) of the job.
 std::string job_token(const Args& a, const std::string& secret, int restart);
+
+// Failure records (rgrun_records.cpp): a private directory for them ("" when none can be
+// made), its removal, the file of one rank (RG_ERROR_FILE), and reading them into the ranks'
+// `blames` (removing them).
+std::string make_error_dir();
+void remove_error_dir(const std::string& dir);
+std::string error_file(const std::string& dir, int rank);
+void read_failure_records(const std::string& dir, std::vector<Rank>& ranks);
 
 // A port nobody listens on right now (the ranks' store binds it a moment later).
 int free_port();

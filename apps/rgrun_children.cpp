@@ -61,6 +61,10 @@ namespace {
   setenv("GROUP_RANK", std::to_string(a.node_rank).c_str(), 1);
   setenv("MASTER_ADDR", a.master_addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  if (!a.error_dir.empty())
+    setenv("RG_ERROR_FILE", error_file(a.error_dir, r.rank).c_str(), 1);
+  else
+    unsetenv("RG_ERROR_FILE");
   execvp(a.program[0], a.program.data());
   std::fprintf(stderr, "rgrun: cannot run %s: %s\n", a.program[0], std::strerror(errno));
   _exit(127);

@@ -30,6 +30,7 @@
 #include "core/storage.h"
 #include "dist/buffer_math.h"
 #include "dist/combine_bytes.h"
+#include "dist/dist_error.h"
 
 namespace rg::dist {
 namespace {
@@ -151,7 +152,7 @@ class MessagePump {
     op->nbytes = t.nbytes();
     op->keep = t;
     op->header = header_of(env, op->nbytes);
-    RG_CHECK(failure_.empty(), failure_);
+    throw_if_failed();
     Peer& p = peers_[peer];
     if (is_send) {
       p.sends.push_back(op);
@@ -195,7 +196,7 @@ class MessagePump {
       if (p.link.data) p.link.data->prepare_write();  // sockets: nothing
     bool whole = true;
     std::lock_guard lock(mu_);
-    RG_CHECK(failure_.empty(), failure_);
+    throw_if_failed();
     for (int step = 1; step < n; ++step) {  // peers in the order r+1, r+2, ...
       const int q = (rank_ + step) % n;
       if (send_whole(peers_[q], h, mine.data_ptr(), mine.nbytes())) continue;
@@ -247,10 +248,10 @@ class MessagePump {
         std::lock_guard lock(mu_);
         if (!op.done) moved = progress();
         if (op.done) {
-          RG_CHECK(op.error.empty(), op.error);
+          if (!op.error.empty()) throw DistError(failure_info_, op.error);
           return true;
         }
-        RG_CHECK(failure_.empty(), failure_);
+        throw_if_failed();
       }
       const auto now = Clock::now();
       if (moved || idle_since == Clock::time_point{}) idle_since = now;
@@ -306,6 +307,7 @@ class MessagePump {
                 ? str("; rank ", op.peer, " is alive but not in this operation")
                 : str("; rank ", op.peer, " is ", p.probe_reply);
       fail_locked(
+          {FailureKind::timeout, op.peer, describe(op.env), op.env.seq},
           str("rank ", rank_, ": ", describe(op.env), ": timed out after ", seconds(timeout),
               " waiting for rank ", op.peer, op.is_send ? " to receive" : " to send", why),
           true);
@@ -314,9 +316,9 @@ class MessagePump {
   }
 
   // Records the group's failure (the first one wins) and fails every pending op.
-  void fail(const std::string& reason, bool tell_peers) {
+  void fail(const Failure& f, const std::string& reason, bool tell_peers) {
     std::lock_guard lock(mu_);
-    fail_locked(reason, tell_peers);
+    fail_locked(f, reason, tell_peers);
   }
 
   void close() {
@@ -349,7 +351,8 @@ class MessagePump {
         const MessageOp& op = p.in_op           ? *p.in_op
                               : p.sends.empty() ? *p.recvs.front()
                                                 : *p.sends.front();
-        fail_locked(str("rank ", rank_, ": ", describe(op.env), ": rank ", peer,
+        fail_locked({FailureKind::peer_gone, peer, describe(op.env), op.env.seq},
+                    str("rank ", rank_, ": ", describe(op.env), ": rank ", peer,
                         " has gone (its process exited or crashed, or it destroyed its group)"),
                     true);
       }
@@ -505,7 +508,8 @@ class MessagePump {
           moved |= k > 0;
           if (p.in_header_got < sizeof(WireHeader)) return moved;
           if (p.in_header.magic != kMagic || p.in_header.type != kData) {
-            fail_locked(str("rank ", rank_, ": corrupt message stream from rank ", peer), true);
+            fail_locked({FailureKind::mismatch, -1, "", 0},
+                        str("rank ", rank_, ": corrupt message stream from rank ", peer), true);
             return moved;
           }
         }
@@ -587,8 +591,10 @@ class MessagePump {
       if (h.magic != kMagic) continue;
       // A report is passed on (once: only the first failure counts), so a rank that hears of
       // the failure late, or first sees the reporter go, still learns the original cause.
-      if (h.type == kAbort)
-        fail_locked(str("rank ", rank_, ": rank ", peer, " failed: ", text), true, text);
+      if (h.type == kAbort) {
+        auto [origin, said] = parse_abort(text, peer);
+        fail_locked(origin, str("rank ", rank_, ": rank ", peer, " failed: ", said), true, said);
+      }
       if (h.type == kProbe) {
         send_control(p, kProbeReply,
                      waiting_ ? str("waiting for rank ", waiting_->peer,
@@ -621,7 +627,8 @@ class MessagePump {
                     ", this rank expected ", op.nbytes, " bytes");
     }
     if (problem.empty()) return true;
-    fail_locked(str("rank ", rank_, ": ", problem), true);
+    fail_locked({FailureKind::mismatch, -1, describe(op.env), op.env.seq},
+                str("rank ", rank_, ": ", problem), true);
     return false;
   }
 
@@ -640,10 +647,18 @@ class MessagePump {
     op.keep = Tensor();
   }
 
-  // `report` is what peers are told (default: `reason`).
-  void fail_locked(const std::string& reason, bool tell_peers, const std::string& report = "") {
+  // Throws the group's failure, if it has failed.
+  void throw_if_failed() const {
+    if (!failure_.empty()) throw DistError(failure_info_, failure_);
+  }
+
+  // `report` is the message peers are told (default: `reason`), with `f`'s fields.
+  void fail_locked(const Failure& f, const std::string& message, bool tell_peers,
+                   const std::string& report = "") {
     if (!failure_.empty()) return;
+    const std::string reason = dist_message(message);
     failure_ = reason;
+    failure_info_ = f;
     for (auto& p : peers_) {
       auto fail_op = [&](const OpPtr& op) {
         if (op && !op->done) {
@@ -657,7 +672,8 @@ class MessagePump {
       p.sends.clear();
       p.recvs.clear();
       p.in_op.reset();
-      if (tell_peers) send_control(p, kAbort, report.empty() ? reason : report);
+      if (tell_peers)
+        send_control(p, kAbort, abort_payload(f, rank_, report.empty() ? reason : report));
     }
   }
 
@@ -725,6 +741,7 @@ class MessagePump {
   std::mutex mu_;
   std::vector<Peer> peers_;
   std::string failure_;
+  Failure failure_info_;  // failure_'s fields
   uint64_t rounds_ = 0;
   bool idled_ = false;                  // look at the control streams in the next round
   const MessageOp* waiting_ = nullptr;  // what wait_or_fail waits for (answers probes)
@@ -807,8 +824,10 @@ class MessageGroup : public ProcessGroup {
   }
 
   void abort(const std::string& reason) override {
-    pump_->fail(str("rank ", rank(), " aborted: ", reason), true);
-    set_failure(str("rank ", rank(), " aborted: ", reason));
+    const Failure f{FailureKind::aborted, rank(), "", 0};
+    pump_->fail(f, str("rank ", rank(), " aborted: ", reason), true);
+    const DistError error(f, str("rank ", rank(), " aborted: ", reason));
+    set_failure(error.what(), std::make_exception_ptr(error));
   }
 
   void wait_message(Work& work, int, const Envelope&) override {

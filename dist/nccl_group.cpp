@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/dist_error.h"
 #include "dist/stream_messages.h"
 #include "kernels/cuda/stream.h"
 
@@ -184,7 +185,8 @@ class NcclGroup : public ProcessGroup {
     if (!late) return;
     abort(str(describe(late->env), ": timed out after ", options().timeout.count() / 1000.0,
               " s waiting for rank ", late->peer));
-    RG_FAIL(failure());
+    throw DistError({FailureKind::timeout, late->peer, describe(late->env), late->env.seq},
+                    failure());
   }
 
   void abort(const std::string& reason) override {

@@ -12,6 +12,7 @@
 #include "core/shareable_host_memory.h"
 #include "dist/broadcast.h"
 #include "dist/buffer_math.h"
+#include "dist/dist_error.h"
 #include "dist/ring_allreduce.h"
 #include "dist/store_wire.h"
 
@@ -173,9 +174,11 @@ std::string ProcessGroup::failure() const {
   return failure_;
 }
 
-void ProcessGroup::set_failure(const std::string& message) {
+void ProcessGroup::set_failure(const std::string& message, std::exception_ptr error) {
   std::lock_guard lock(mu_);
-  if (failure_.empty()) failure_ = message;
+  if (!failure_.empty()) return;
+  failure_ = message;
+  failure_error_ = error;
 }
 
 void ProcessGroup::comm_loop() {
@@ -204,13 +207,14 @@ void ProcessGroup::run_item(Item& item) {
   std::exception_ptr error;
   const std::string broken = failure();
   if (!broken.empty()) {
-    error = std::make_exception_ptr(Error(broken));
+    std::lock_guard lock(mu_);
+    error = failure_error_ ? failure_error_ : std::make_exception_ptr(Error(broken));
   } else {
     try {
       item.first();
       finish_collective();
     } catch (const std::exception& e) {
-      set_failure(e.what());
+      set_failure(e.what(), std::current_exception());
       error = std::current_exception();
     }
   }
@@ -366,8 +370,9 @@ void ProcessGroup::receive_exchange(const Tensor&, size_t, const Envelope&) {
 
 void ProcessGroup::wait_message(Work& work, int peer, const Envelope& env) {
   if (!work.wait(options_.timeout))
-    RG_FAIL("rank ", rank_, ": ", describe(env), ": timed out after ", options_.timeout.count(),
-            " ms waiting for rank ", peer);
+    throw DistError({FailureKind::timeout, peer, describe(env), env.seq},
+                    str("rank ", rank_, ": ", describe(env), ": timed out after ",
+                        options_.timeout.count(), " ms waiting for rank ", peer));
 }
 
 const Tensor& ProcessGroup::scratch_bytes(int64_t slot, size_t nbytes, Device device) {

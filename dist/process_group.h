@@ -251,7 +251,8 @@ class ProcessGroup {
   void shutdown();
   // The message of the group's first failure, or empty.
   std::string failure() const;
-  void set_failure(const std::string& message);
+  // `error`, when given, is what later collectives throw (keeping its type, e.g. DistError).
+  void set_failure(const std::string& message, std::exception_ptr error = nullptr);
 
  private:
   using Task = std::function<void()>;
@@ -306,6 +307,7 @@ class ProcessGroup {
   Tensor barrier_token_;                  // the barrier's empty buffer
   std::once_flag barrier_token_made_;
   std::string failure_;
+  std::exception_ptr failure_error_;
   std::thread comm_thread_;
   std::vector<Tensor> scratch_;  // raw byte buffers, by slot
 };

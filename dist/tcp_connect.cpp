@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dist/dist_error.h"
 #include "dist/socket.h"
 
 namespace rg::dist {
@@ -135,9 +136,14 @@ class Acceptor {
 
   [[noreturn]] void fail_missing() {
     std::string list;
+    int first = -1;
     for (int q = rank_ + 1; q < size_; ++q)
-      if (sockets_.data[q] < 0 || sockets_.control[q] < 0) list += str(list.empty() ? "" : ", ", q);
-    RG_FAIL(me_, ": rank(s) ", list, " did not connect within the timeout");
+      if (sockets_.data[q] < 0 || sockets_.control[q] < 0) {
+        list += str(list.empty() ? "" : ", ", q);
+        if (first < 0) first = q;
+      }
+    throw DistError({FailureKind::timeout, first, "connect", 0},
+                    str(me_, ": rank(s) ", list, " did not connect within the timeout"));
   }
 
   void accept_one() {

@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+#include "dist/dist_error.h"
+
 namespace rg::dist {
 namespace {
 
@@ -58,7 +60,9 @@ std::vector<PeerAddress> exchange_addresses(Store& store, const std::string& pre
     try {
       found = store.wait_any({abort_key, str(prefix, "/addr/", q)}, left_until(deadline));
     } catch (const StoreTimeout&) {
-      RG_FAIL(me, ": rank ", q, " did not join within the timeout (no address in the store)");
+      throw DistError(
+          {FailureKind::timeout, q, "rendezvous", 0},
+          str(me, ": rank ", q, " did not join within the timeout (no address in the store)"));
     }
     if (found.first == 0) RG_FAIL(me, ": the launch is inconsistent: ", found.second);
     peers[q] = decode(found.second, q, me);

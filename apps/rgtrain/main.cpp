@@ -16,6 +16,7 @@
 #include "apps/rgtrain/util.h"
 #include "apps/rgtrain/verify.h"
 #include "core/atomic_file.h"
+#include "dist/dist_error.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   try {
     return rgtrain::run(rgtrain::parse_args(argc, argv));
   } catch (const std::exception& e) {
+    rg::dist::record_failure(e);  // for rgrun (RG_ERROR_FILE): whom this rank blames
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     std::cout << std::flush;

@@ -2,8 +2,10 @@
 //   env                  prints the launcher variables it received
 //   fail RANK CODE       rank RANK prints a line and exits with CODE; the others sleep
 //   crash RANK           rank RANK kills itself with SIGKILL; the others sleep
-//   allreduce            joins the tcp process group from the environment, all-reduces and
-//                        checks the result, prints "ok"
+//   allreduce [RANK]     joins the tcp process group from the environment, all-reduces and
+//                        checks the result, prints "ok"; rank RANK, when given, sleeps 60 s
+//                        instead of all-reducing. An error is written to RG_ERROR_FILE too
+//                        (rg::dist::record_failure)
 //   wait PREFIX          creates PREFIX.RANK.ready once it handles SIGTERM, then sleeps up to
 //                        60 s; on SIGTERM it creates PREFIX.RANK.term and exits 0
 //                        (the tests find these ranks by PREFIX in their command line)
@@ -21,6 +23,7 @@
 #include <iterator>
 #include <string>
 
+#include "dist/dist_error.h"
 #include "dist/init.h"
 
 namespace {
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
   if (mode == "allreduce") {
     try {
       auto pg = rg::dist::init_process_group("tcp");
+      if (argc > 2 && pg->rank() == std::atoi(argv[2])) sleep(60);
       rg::Tensor t = rg::empty({1000});
       for (int i = 0; i < 1000; ++i) t.data<float>()[i] = static_cast<float>(pg->rank() + i);
       pg->allreduce(t)->wait();
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
       std::printf("ok\n");
       return 0;
     } catch (const std::exception& e) {
+      rg::dist::record_failure(e);
       std::fprintf(stderr, "error: %s\n", e.what());
       return 1;
     }

@@ -5,7 +5,8 @@
 #   kill -9 rank 0 / rank 1 mid-training; SIGSTOP rank 0 mid-training and before it joins;
 #   SIGKILL rank 0 while it writes a checkpoint; SIGTERM to rgrun during that write;
 #   ranks started with different --seed; --trace with several ranks.
-# Waits are bounded by LIMIT seconds; nothing asserts on time.
+# Waits are bounded by LIMIT seconds; nothing asserts on time. The faults_reworded test runs
+# it with RG_TEST_REWORD_ERRORS=1: rgrun names the same ranks from the failure records.
 set -u
 RGRUN=$1
 RGTRAIN=$2
@@ -78,7 +79,7 @@ expect "SIGSTOP rank 0: rgrun exits 128+SIGSTOP" [ "$RC" = 147 ]
 expect "SIGSTOP rank 0: rgrun names rank 0" has "$OUT" "rgrun: rank 0 was stopped (SIGSTOP)"
 expect "SIGSTOP rank 0: no other rank is blamed" hasnt "$OUT" "rgrun: rank 2"
 expect "SIGSTOP rank 0: survivors' errors name rank 0" \
-  grep -qE '^\[rank [12]\] rgtrain: error: .*rank 0' "$OUT"
+  grep -qiE '^\[rank [12]\] rgtrain: error: .*rank 0' "$OUT"  # -i: RG_TEST_REWORD_ERRORS
 # shellcheck disable=SC2086
 expect "SIGSTOP rank 0: no shared memory left" shm_clean $PIDS
 expect "SIGSTOP rank 0: --resume works, no temp file left" resume_works "$D"

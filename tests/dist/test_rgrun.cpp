@@ -422,3 +422,47 @@ TEST_CASE("rgrun names the rank killed by a signal even when a survivor exits fi
   CHECK(run.exit_code == 128 + SIGKILL);
   CHECK(contains(run.output, "rgrun: rank 1 was killed by signal 9 (SIGKILL)"));
 }
+
+// Failure records (RG_ERROR_FILE, dist/dist_error.h): rgrun blames from them, never from the
+// ranks' words, which RG_TEST_REWORD_ERRORS=1 rewords here.
+const std::vector<std::string> kReworded = {"/usr/bin/env", "RG_TEST_REWORD_ERRORS=1",
+                                            "RG_DIST_TIMEOUT=2"};
+
+TEST_CASE("rgrun names the rank the failure records blame, however the errors are worded") {
+  // Rank 2 never joins the all-reduce; ranks 0 and 1 time out and record that they waited for
+  // it. Rank 2 ends by rgrun's SIGTERM, after the others failed.
+  Run run = run_command(with(kReworded, {path_of("RGRUN"), "--nproc-per-node", "3", "--grace", "1",
+                                         "--", path_of("RANK_HELPER"), "allreduce", "2"}),
+                        std::chrono::seconds(40));
+  INFO(run.output);
+  CHECK(contains(run.output, "] error: [reworded] "));
+  CHECK(contains(run.output, "rgrun: rank 2 was killed by signal 15 (SIGTERM)"));
+}
+
+TEST_CASE("rgrun names a rank of another node from this node's failure records") {
+  // Node 0 of two: rank 1 (node 1) never joins; rank 0 records that it did not.
+  const std::string port = std::to_string(20000 + getpid() % 20000);
+  Run run = run_command(with(with(kReworded, {"RG_JOB_TOKEN=s3cret"}),
+                             {path_of("RGRUN"), "--nnodes", "2", "--node-rank", "0",
+                              "--nproc-per-node", "1", "--master-port", port, "--rdzv-id",
+                              "records", "--", path_of("RANK_HELPER"), "allreduce"}),
+                        std::chrono::seconds(40));
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(contains(run.output, "] error: [reworded] "));
+  CHECK(contains(run.output, "rgrun: rank 1 failed on another node (the ranks here lost it)"));
+}
+
+TEST_CASE("each rank gets its own RG_ERROR_FILE in a directory rgrun removes at exit") {
+  Run run = run_command({path_of("RGRUN"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
+                         "echo file=$RG_ERROR_FILE"},
+                        std::chrono::seconds(20));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const size_t at = run.output.find("[rank 1] file=");
+  REQUIRE(at != std::string::npos);
+  const std::string file = run.output.substr(at + 14, run.output.find('\n', at) - at - 14);
+  CHECK(file.ends_with("/rank-1.json"));
+  CHECK(contains(run.output, std::filesystem::path(file).parent_path().string() + "/rank-0.json"));
+  CHECK(!std::filesystem::exists(std::filesystem::path(file).parent_path()));
+}

@@ -18,9 +18,10 @@ namespace rg::dist {
 enum class FailureKind : uint8_t { timeout, peer_gone, mismatch, aborted, local };
 const char* failure_kind_name(FailureKind kind);  // "timeout", "peer_gone", ...
 
-// What a failure is, besides its message. `blamed_rank`: the rank at fault (for an abort
-// passed on by a peer, the rank the original failure blamed, or that peer), -1 for none (a
-// mismatch blames neither side). `operation`: e.g. "allreduce #3 (sum of 1000 float32)".
+// What a failure is, besides its message. `blamed_rank`: the rank at fault (for a timeout, the
+// peer waited for, or the rank that peer said it waits for in turn; for an abort passed on by
+// a peer, the rank the original failure blamed, or that peer), -1 for none (a mismatch blames
+// neither side). `operation`: e.g. "allreduce #3 (sum of 1000 float32)".
 struct Failure {
   FailureKind kind = FailureKind::local;
   int blamed_rank = -1;

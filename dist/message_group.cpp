@@ -115,6 +115,7 @@ struct Peer {
   bool gone = false;
   enum class Probe { none, asked, waiting, idle } probe = Probe::none;
   std::string probe_reply;
+  int probe_waits_for = -1;  // the rank its probe reply says it waits for
 
   bool header_parked() const {
     return in_header_got == sizeof(WireHeader) && !in_op && !in_unexpected;
@@ -306,8 +307,10 @@ class MessagePump {
             : p.probe == Peer::Probe::idle
                 ? str("; rank ", op.peer, " is alive but not in this operation")
                 : str("; rank ", op.peer, " is ", p.probe_reply);
+      // Blamed: the peer, or the rank it waits for in turn.
+      const bool chain = p.probe == Peer::Probe::waiting && p.probe_waits_for >= 0;
       fail_locked(
-          {FailureKind::timeout, op.peer, describe(op.env), op.env.seq},
+          {FailureKind::timeout, chain ? p.probe_waits_for : op.peer, describe(op.env), op.env.seq},
           str("rank ", rank_, ": ", describe(op.env), ": timed out after ", seconds(timeout),
               " waiting for rank ", op.peer, op.is_send ? " to receive" : " to send", why),
           true);
@@ -595,16 +598,22 @@ class MessagePump {
         auto [origin, said] = parse_abort(text, peer);
         fail_locked(origin, str("rank ", rank_, ": rank ", peer, " failed: ", said), true, said);
       }
+      // A reply: empty when not waiting, else the rank waited for (4 bytes) and what for.
       if (h.type == kProbe) {
+        const int32_t peer_waited = waiting_ ? waiting_->peer : -1;
         send_control(p, kProbeReply,
-                     waiting_ ? str("waiting for rank ", waiting_->peer,
-                                    waiting_->is_send ? " to receive" : " to send", " in ",
-                                    describe(waiting_->env))
+                     waiting_ ? std::string(reinterpret_cast<const char*>(&peer_waited), 4) +
+                                    str("waiting for rank ", waiting_->peer,
+                                        waiting_->is_send ? " to receive" : " to send", " in ",
+                                        describe(waiting_->env))
                               : std::string());
       }
       if (h.type == kProbeReply) {
         p.probe = text.empty() ? Peer::Probe::idle : Peer::Probe::waiting;
-        p.probe_reply = text;
+        int32_t waits_for = -1;
+        if (text.size() >= 4) std::memcpy(&waits_for, text.data(), 4);
+        p.probe_waits_for = waits_for;
+        p.probe_reply = text.size() >= 4 ? text.substr(4) : text;
       }
     }
     if (closed) throw PeerClosed{};

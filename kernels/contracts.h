@@ -133,4 +133,63 @@ inline void check_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
            ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
 }
 
+// ---- matmul: out [B,M,N] contiguous = a [B,M,K] @ b [B,K,N], one dtype.
+
+inline void check_matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  RG_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3,
+           "matmul: kernel expects 3-D tensors, got ", shape_str(a.shape()), " @ ",
+           shape_str(b.shape()), " -> ", shape_str(out.shape()));
+  RG_CHECK(a.size(0) == out.size(0) && b.size(0) == out.size(0) && a.size(1) == out.size(1) &&
+               b.size(2) == out.size(2) && a.size(2) == b.size(1),
+           "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+           " cannot be multiplied into ", shape_str(out.shape()));
+  RG_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul: dtypes ", a.dtype(), ", ",
+           b.dtype(), " and ", out.dtype(), " differ");
+  RG_CHECK(out.is_contiguous(), "matmul: output ", shape_str(out.shape()), " must be contiguous");
+}
+
+// ---- attention / attention_backward: q [B,T,D], k [B,S,D], v [B,S,Dv], contiguous.
+
+inline void check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+  RG_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.is_contiguous() && k.is_contiguous() &&
+               v.is_contiguous(),
+           op, ": kernel needs contiguous [B, T, D] operands, got q ", shape_str(q.shape()), ", k ",
+           shape_str(k.shape()), ", v ", shape_str(v.shape()));
+}
+
+// ---- cross_entropy / cross_entropy_backward: logits [N, C], targets N int64/int32 (their
+// values are data: the kernels check their range in every build), loss/dloss N.
+
+inline void check_cross_entropy_targets(const char* op, const Tensor& logits,
+                                        const Tensor& targets) {
+  RG_CHECK(logits.dim() == 2, op, ": logits must be [N, C], got ", shape_str(logits.shape()));
+  RG_CHECK(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, op,
+           ": targets must be int64 or int32, got ", targets.dtype());
+  RG_CHECK(targets.numel() == logits.size(0), op, ": ", targets.numel(), " targets for logits ",
+           shape_str(logits.shape()));
+}
+
+// A per-row tensor (loss, dloss): N elements, 0-D or 1-D, logits' dtype.
+inline void check_cross_entropy_rows(const char* op, const char* what, const Tensor& t,
+                                     const Tensor& logits) {
+  RG_CHECK(t.numel() == logits.size(0) && t.dim() <= 1 && t.dtype() == logits.dtype(), op, ": ",
+           what, " ", shape_str(t.shape()), " (", t.dtype(), ") does not match logits ",
+           shape_str(logits.shape()), " (", logits.dtype(), ")");
+}
+
+inline void check_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  check_cross_entropy_targets("cross_entropy", logits, targets);
+  check_cross_entropy_rows("cross_entropy", "loss", loss, logits);
+}
+
+inline void check_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits,
+                                         const Tensor& targets, const Tensor& dloss) {
+  const char* op = "cross_entropy_backward";
+  check_cross_entropy_targets(op, logits, targets);
+  RG_CHECK(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op, ": dlogits ",
+           shape_str(dlogits.shape()), " (", dlogits.dtype(), ") does not match logits ",
+           shape_str(logits.shape()), " (", logits.dtype(), ")");
+  check_cross_entropy_rows(op, "dloss", dloss, logits);
+}
+
 }  // namespace rg

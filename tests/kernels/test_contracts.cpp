@@ -1,7 +1,8 @@
 // Kernel contracts (kernels/contracts.h), written once for every backend: the checks name
-// the op, the argument and the value; and a kernel called with a violated precondition
-// gives the same message on cpu and on sim/cuda (debug builds; release builds evaluate no
-// contract, so both backends stay silent). The violations below are safe to run unchecked.
+// the op, the argument and the value (layernorm, softmax, reduce, matmul, attention,
+// cross_entropy); and a kernel called with a violated precondition gives the same message
+// on cpu and on sim/cuda (debug builds; release builds evaluate no contract, so both
+// backends stay silent). The violations below are safe to run unchecked.
 #include <functional>
 #include <string>
 #include <vector>
@@ -75,6 +76,17 @@ TEST_CASE("kernel contracts name the op, the argument and the value") {
   CHECK(error_of([&] {
           check_reduce(ReduceOp::sum, empty({2, 1}, DType::f32), x, {1, 1});
         }) == "sum: dims must be sorted and unique");
+  CHECK(error_of([&] {
+          check_matmul(empty({1, 2, 2}, DType::f32), empty({1, 2, 3}, DType::f32),
+                       empty({1, 4, 2}, DType::f32));
+        }) == "matmul: shapes [1,2,3] and [1,4,2] cannot be multiplied into [1,2,2]");
+  CHECK(error_of([&] { check_attention("attention", x, x, x); }) ==
+        "attention: kernel needs contiguous [B, T, D] operands, got q [2,3], k [2,3], v [2,3]");
+  CHECK(error_of([&] { check_cross_entropy(empty({2}, DType::f32), x, empty({3}, DType::i64)); }) ==
+        "cross_entropy: 3 targets for logits [2,3]");
+  CHECK(error_of([&] {
+          check_cross_entropy_backward(out, x, empty({2}, DType::i32), empty({2}, DType::f64));
+        }) == "cross_entropy_backward: dloss [2] (float64) does not match logits [2,3] (float32)");
   CHECK(layernorm_stats_dtype(DType::bf16) == DType::f32);
   CHECK(layernorm_stats_dtype(DType::f64) == DType::f64);
   SoftmaxGeometry g = softmax_geometry(empty({2, 3, 4, 5}, DType::f32), 1);

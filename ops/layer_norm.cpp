@@ -61,8 +61,10 @@ Tensor layer_norm(const Tensor& x_given, const Shape& normalized_shape, const Te
   Tensor mean = empty({N}, stat_dtype, x.device()), rstd = empty({N}, stat_dtype, x.device());
   Tensor w = weight.defined() ? contiguous(weight).reshape({C}) : Tensor();
   Tensor b = bias.defined() ? contiguous(bias).reshape({C}) : Tensor();
-  if (out.numel()) RG_KERNEL(x.device(), layernorm)
-  (out, mean, rstd, x.detach(), w.defined() ? w.detach() : w, b.defined() ? b.detach() : b, eps);
+  if (out.numel()) {
+    const Tensor wd = w.defined() ? w.detach() : w, bd = b.defined() ? b.detach() : b;
+    RG_KERNEL(x.device(), layernorm)(out, mean, rstd, x.detach(), wd, bd, eps);
+  }
   Tensor result = view(out, x_in.shape());
   if (needs_grad({x, w, b})) {
     record("layer_norm", out, {x, w, b},

@@ -192,4 +192,32 @@ inline void check_cross_entropy_backward(const Tensor& dlogits, const Tensor& lo
   check_cross_entropy_rows(op, "dloss", dloss, logits);
 }
 
+// ---- embedding / embedding_backward: a table [V, D] (weight, grad_weight), rows [N, D]
+// (out, grad_out) of its dtype, N int64/int32 indices (their values are data: the kernels
+// check their range in every build).
+
+inline void check_embedding_shapes(const char* op, const char* table_name, const Tensor& table,
+                                   const char* rows_name, const Tensor& rows,
+                                   const Tensor& indices) {
+  RG_CHECK(table.dim() == 2 && rows.dim() == 2, op, ": ", table_name, " ", shape_str(table.shape()),
+           " and ", rows_name, " ", shape_str(rows.shape()), " must be 2-D");
+  RG_CHECK(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
+           ": indices must be int64 or int32, got ", indices.dtype());
+  RG_CHECK(rows.size(0) == indices.numel() && rows.size(1) == table.size(1) &&
+               rows.dtype() == table.dtype(),
+           op, ": ", rows_name, " ", shape_str(rows.shape()), " (", rows.dtype(),
+           ") does not match ", indices.numel(), " indices and ", table_name, " ",
+           shape_str(table.shape()), " (", table.dtype(), ")");
+}
+
+inline void check_embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  check_embedding_shapes("embedding", "weight", weight, "out", out, indices);
+}
+
+inline void check_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
+                                     const Tensor& indices) {
+  check_embedding_shapes("embedding_backward", "grad_weight", grad_weight, "grad_out", grad_out,
+                         indices);
+}
+
 }  // namespace rg

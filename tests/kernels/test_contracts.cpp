@@ -1,7 +1,7 @@
 // Kernel contracts (kernels/contracts.h), written once for every backend: the checks name
 // the op, the argument and the value (layernorm, softmax, reduce, matmul, attention,
-// cross_entropy); and a kernel called with a violated precondition gives the same message
-// on cpu and on sim/cuda (debug builds; release builds evaluate no contract, so both
+// cross_entropy, embedding); and a kernel called with a violated precondition gives the same
+// message on cpu and on sim/cuda (debug builds; release builds evaluate no contract, so both
 // backends stay silent). The violations below are safe to run unchecked.
 #include <functional>
 #include <string>
@@ -87,6 +87,11 @@ TEST_CASE("kernel contracts name the op, the argument and the value") {
   CHECK(error_of([&] {
           check_cross_entropy_backward(out, x, empty({2}, DType::i32), empty({2}, DType::f64));
         }) == "cross_entropy_backward: dloss [2] (float64) does not match logits [2,3] (float32)");
+  CHECK(error_of([&] {
+          check_embedding(empty({2, 4}, DType::f32), x, empty({2}, DType::i64));
+        }) == "embedding: out [2,4] (float32) does not match 2 indices and weight [2,3] (float32)");
+  CHECK(error_of([&] { check_embedding_backward(x, x, empty({2}, DType::f32)); }) ==
+        "embedding_backward: indices must be int64 or int32, got float32");
   CHECK(layernorm_stats_dtype(DType::bf16) == DType::f32);
   CHECK(layernorm_stats_dtype(DType::f64) == DType::f64);
   SoftmaxGeometry g = softmax_geometry(empty({2, 3, 4, 5}, DType::f32), 1);

@@ -2,6 +2,7 @@
 // The forward kernel saves mean and rstd per row; the backward kernel computes dx, dw, db
 // in one pass over the rows (rows = all leading dims flattened).
 #include "kernels/builtin.h"
+#include "kernels/contracts.h"
 #include "ops/autocast.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -55,14 +56,15 @@ Tensor layer_norm(const Tensor& x_given, const Shape& normalized_shape, const Te
     }
   int64_t C = numel_of(normalized_shape), N = C ? x_in.numel() / C : 0;
   Tensor x = reshape(contiguous(x_in), {N, C});
-  DType stat_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  DType stat_dtype = layernorm_stats_dtype(x.dtype());
   Tensor out = empty({N, C}, x.dtype(), x.device());
   Tensor mean = empty({N}, stat_dtype, x.device()), rstd = empty({N}, stat_dtype, x.device());
   Tensor w = weight.defined() ? contiguous(weight).reshape({C}) : Tensor();
   Tensor b = bias.defined() ? contiguous(bias).reshape({C}) : Tensor();
-  if (out.numel())
-    RG_KERNEL(x.device(), layernorm)
-    (out, mean, rstd, x.detach(), w.defined() ? w.detach() : w, b.defined() ? b.detach() : b, eps);
+  if (out.numel()) {
+    const Tensor wd = w.defined() ? w.detach() : w, bd = b.defined() ? b.detach() : b;
+    RG_KERNEL(x.device(), layernorm)(out, mean, rstd, x.detach(), wd, bd, eps);
+  }
   Tensor result = view(out, x_in.shape());
   if (needs_grad({x, w, b})) {
     record("layer_norm", out, {x, w, b},

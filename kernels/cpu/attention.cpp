@@ -28,6 +28,7 @@
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/eigen_threads.h"
 #include "kernels/cpu/row_math.h"
@@ -346,9 +347,7 @@ void attention_backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& 
 }
 
 Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
-  RG_DEBUG_ASSERT(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.is_contiguous() &&
-                      k.is_contiguous() && v.is_contiguous(),
-                  "attention: kernel needs contiguous [B, T, D] operands");
+  RG_KERNEL_CONTRACT(check_attention("attention", q, k, v));
   return {q.size(1), k.size(1), q.size(2), v.size(2), causal, scale};
 }
 

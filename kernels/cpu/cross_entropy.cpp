@@ -10,6 +10,7 @@
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
@@ -20,11 +21,7 @@ namespace {
 
 std::vector<int64_t> checked_targets(const Tensor& logits, const Tensor& targets,
                                      int64_t ignore_index, const char* op) {
-  RG_DEBUG_ASSERT(logits.dim() == 2, op, ": logits must be [N, C], got ",
-                  shape_str(logits.shape()));
   std::vector<int64_t> t = read_indices(targets, op);
-  RG_DEBUG_ASSERT(static_cast<int64_t>(t.size()) == logits.size(0), op, ": ", t.size(),
-                  " targets for logits ", shape_str(logits.shape()));
   const int64_t classes = logits.size(1);
   for (int64_t v : t)
     RG_CHECK(v == ignore_index || (v >= 0 && v < classes), op, ": target ", v, " out of range for ",
@@ -122,11 +119,8 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& logits,
 
 void cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
                    int64_t ignore_index) {
+  RG_KERNEL_CONTRACT(check_cross_entropy(loss, logits, targets));
   std::vector<int64_t> t = checked_targets(logits, targets, ignore_index, "cross_entropy");
-  RG_DEBUG_ASSERT(
-      loss.numel() == logits.size(0) && loss.dim() <= 1 && loss.dtype() == logits.dtype(),
-      "cross_entropy: loss ", shape_str(loss.shape()), " does not match logits ",
-      shape_str(logits.shape()));
   dispatch_dtype<DTypes::floating>(logits.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
     cross_entropy_typed<T>(loss, logits, t, ignore_index);
   });
@@ -135,13 +129,8 @@ void cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targe
 void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                             const Tensor& dloss, int64_t ignore_index) {
   const char* op = "cross_entropy_backward";
+  RG_KERNEL_CONTRACT(check_cross_entropy_backward(dlogits, logits, targets, dloss));
   std::vector<int64_t> t = checked_targets(logits, targets, ignore_index, op);
-  RG_DEBUG_ASSERT(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op,
-                  ": dlogits ", shape_str(dlogits.shape()), " does not match logits ",
-                  shape_str(logits.shape()));
-  RG_DEBUG_ASSERT(
-      dloss.numel() == logits.size(0) && dloss.dim() <= 1 && dloss.dtype() == logits.dtype(), op,
-      ": dloss ", shape_str(dloss.shape()), " does not match logits ", shape_str(logits.shape()));
   dispatch_dtype<DTypes::floating>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
     cross_entropy_backward_typed<T>(dlogits, logits, t, dloss, ignore_index);
   });

@@ -9,6 +9,7 @@
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
@@ -23,18 +24,11 @@ std::vector<int64_t> checked_indices(const Tensor& indices, int64_t vocab, const
   return idx;
 }
 
-void check_2d(const Tensor& t, const char* what, const char* op) {
-  RG_DEBUG_ASSERT(t.dim() == 2, op, ": ", what, " must be 2-D, got ", shape_str(t.shape()));
-}
-
 void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
-  check_2d(weight, "weight", "embedding");
-  check_2d(out, "out", "embedding");
+  RG_KERNEL_CONTRACT(check_embedding(out, weight, indices));
   const int64_t vocab = weight.size(0), d = weight.size(1);
   std::vector<int64_t> idx = checked_indices(indices, vocab, "embedding");
   const int64_t n = static_cast<int64_t>(idx.size());
-  RG_DEBUG_ASSERT(out.size(0) == n && out.size(1) == d && out.dtype() == weight.dtype(),
-                  "embedding: out ", shape_str(out.shape()), " does not match [", n, ",", d, "]");
   const size_t item = itemsize(weight.dtype());
   const char* w = static_cast<const char*>(weight.data_ptr());
   char* o = static_cast<char*>(out.data_ptr());
@@ -89,14 +83,8 @@ void embedding_backward_typed(const Tensor& grad_weight, const Tensor& grad_out,
 }
 
 void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& indices) {
-  check_2d(grad_weight, "grad_weight", "embedding_backward");
-  check_2d(grad_out, "grad_out", "embedding_backward");
+  RG_KERNEL_CONTRACT(check_embedding_backward(grad_weight, grad_out, indices));
   std::vector<int64_t> idx = checked_indices(indices, grad_weight.size(0), "embedding_backward");
-  RG_DEBUG_ASSERT(grad_out.size(0) == static_cast<int64_t>(idx.size()) &&
-                      grad_out.size(1) == grad_weight.size(1) &&
-                      grad_out.dtype() == grad_weight.dtype(),
-                  "embedding_backward: grad_out ", shape_str(grad_out.shape()), " does not match ",
-                  idx.size(), " indices and grad_weight ", shape_str(grad_weight.shape()));
   dispatch_dtype<DTypes::floating>(
       grad_weight.dtype(), "embedding_backward",
       [&]<typename T>(TypeTag<T>) { embedding_backward_typed<T>(grad_weight, grad_out, idx); });

@@ -11,6 +11,7 @@
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
@@ -139,39 +140,21 @@ void layernorm_backward_typed(const Tensor& dx, const Tensor& dweight, const Ten
   if (db.defined() && !db.is_same(dbias)) copy_into(dbias, db);
 }
 
-DType stats_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
-// The storage type of mean/rstd for input storage type T (double for f64, else float).
-template <typename T>
-using stats_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-void check_stats(const Tensor& x, const Tensor& mean, const Tensor& rstd, const char* op) {
-  int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
-  RG_DEBUG_ASSERT(x.is_contiguous(), op, ": x must be contiguous");
-  RG_DEBUG_ASSERT(
-      mean.numel() == n && rstd.numel() == n && mean.is_contiguous() && rstd.is_contiguous(), op,
-      ": mean/rstd must be contiguous with ", n, " elements");
-  RG_DEBUG_ASSERT(mean.dtype() == stats_dtype(x.dtype()) && rstd.dtype() == stats_dtype(x.dtype()),
-                  op, ": mean/rstd must be ", stats_dtype(x.dtype()), " for ", x.dtype(), " input");
-}
-
 void layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                const Tensor& weight, const Tensor& bias, double eps) {
-  check_stats(x, mean, rstd, "layernorm");
-  RG_DEBUG_ASSERT(out.is_contiguous() && out.shape() == x.shape() && out.dtype() == x.dtype(),
-                  "layernorm: output must be contiguous like x ", shape_str(x.shape()));
+  RG_KERNEL_CONTRACT(check_layernorm(out, mean, rstd, x));
   dispatch_dtype<DTypes::floating>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
-    layernorm_typed<T, stats_t<T>>(out, mean, rstd, x, weight, bias, eps);
+    layernorm_typed<T, layernorm_stats_t<T>>(out, mean, rstd, x, weight, bias, eps);
   });
 }
 
 void layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
                         const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                         const Tensor& weight) {
-  check_stats(x, mean, rstd, "layernorm_backward");
-  RG_DEBUG_ASSERT(!dx.defined() || (dx.is_contiguous() && dx.shape() == x.shape()),
-                  "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
+  RG_KERNEL_CONTRACT(check_layernorm_backward(dx, x, mean, rstd));
   dispatch_dtype<DTypes::floating>(x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
-    layernorm_backward_typed<T, stats_t<T>>(dx, dweight, dbias, dy, x, mean, rstd, weight);
+    layernorm_backward_typed<T, layernorm_stats_t<T>>(dx, dweight, dbias, dy, x, mean, rstd,
+                                                      weight);
   });
 }
 

@@ -28,6 +28,7 @@
 #include "core/dispatch.h"
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/eigen_threads.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/tensor_utils.h"
@@ -207,17 +208,7 @@ void gemm_dispatch(const Tensor& out, const Tensor& a, const Tensor& b, const Te
 }
 
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
-  RG_DEBUG_ASSERT(out.dim() == 3 && a.dim() == 3 && b.dim() == 3,
-                  "matmul: kernel expects 3-D tensors, got ", shape_str(a.shape()), " @ ",
-                  shape_str(b.shape()), " -> ", shape_str(out.shape()));
-  RG_DEBUG_ASSERT(a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
-                      a.size(1) == out.size(1) && b.size(2) == out.size(2) &&
-                      a.size(2) == b.size(1),
-                  "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
-                  " cannot be multiplied into ", shape_str(out.shape()));
-  RG_DEBUG_ASSERT(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul: dtypes ",
-                  a.dtype(), ", ", b.dtype(), " and ", out.dtype(), " differ");
-  RG_DEBUG_ASSERT(out.is_contiguous(), "matmul: output must be contiguous");
+  RG_KERNEL_CONTRACT(check_matmul(out, a, b));
   gemm_dispatch(out, a, b, Tensor());
 }
 

@@ -14,6 +14,7 @@
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "core/reduce_scalar.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/tensor_utils.h"
@@ -149,28 +150,13 @@ void reduce_typed(const Tensor& out, const Tensor& x, int64_t outer, int64_t r, 
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const std::vector<int64_t>& dims) {
   const char* name = op_name(op);
+  RG_KERNEL_CONTRACT(check_reduce(op, out, in, dims));
   const int64_t ndim = in.dim();
   std::vector<bool> reduced(ndim, false);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    RG_DEBUG_ASSERT(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i],
-                    " out of range for shape ", shape_str(in.shape()));
-    RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
-    reduced[dims[i]] = true;
-  }
-  const ReduceInfo& row = info(op);
-  bool arg = row.rule == ReduceRule::index;
-  DType dt = in.dtype();
-  RG_DEBUG_ASSERT(dt != DType::b8, name, ": not supported for bool tensors");
-  RG_DEBUG_ASSERT(row.rule != ReduceRule::floating || is_floating(dt), name,
-                  ": needs a floating tensor, got ", dt);
-  RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : dt), name, ": output dtype ", out.dtype(),
-                  " does not match ", arg ? DType::i64 : dt);
+  for (int64_t d : dims) reduced[d] = true;
+  const DType dt = in.dtype();
   int64_t outer = 1, r = 1, inner = 1;
   for (int64_t d = 0; d < ndim; ++d) (reduced[d] ? r : outer) *= in.size(d);
-  RG_DEBUG_ASSERT(out.numel() == outer, name, ": output has ", out.numel(), " elements, expected ",
-                  outer);
-  RG_DEBUG_ASSERT(r > 0 || outer == 0 || row.allows_empty(), name,
-                  ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outer == 0) return;
 
   // Contiguous input whose non-trivial reduced dims form one block: [A, R, B] in place.

@@ -11,6 +11,7 @@
 
 #include "core/op_table.h"
 #include "core/parallel.h"
+#include "kernels/contracts.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/compute_type.h"
 #include "kernels/cpu/row_math.h"
@@ -20,23 +21,10 @@ namespace {
 
 constexpr int64_t kColumnBlock = 64;
 
-struct Geometry {
-  int64_t outer = 1, dim = 1, inner = 1;
-};
-
-Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
-  RG_DEBUG_ASSERT(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
-                  " out of range for shape ", shape_str(t.shape()));
-  Geometry g;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    (d < dim ? g.outer : d == dim ? g.dim : g.inner) *= t.size(d);
-  return g;
-}
-
 // Calls body(x_offset, stride, width) for every [dim] line of `width` adjacent columns:
 // element (i, j) of the line is at x_offset + i * stride + j. Parallel over lines.
 template <typename F>
-void for_each_line(const Geometry& g, F body) {
+void for_each_line(const SoftmaxGeometry& g, F body) {
   int64_t blocks = (g.inner + kColumnBlock - 1) / kColumnBlock;
   int64_t per_task = g.dim * std::min(g.inner, kColumnBlock);
   parallel_for(g.outer * blocks, grain_rows(per_task), [&](int64_t begin, int64_t end) {
@@ -63,7 +51,7 @@ void softmax_row_f32(float* y, const float* x, int64_t n, bool log, const float*
 
 // Contiguous rows (inner == 1): the common case of the last dim.
 template <typename T>
-void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
+void softmax_rows(T* y, const T* x, const SoftmaxGeometry& g, bool log) {
   using C = compute_t<T>;
   const int64_t n = g.dim;
   parallel_for(g.outer, grain_rows(n), [&](int64_t b, int64_t e) {
@@ -103,7 +91,7 @@ void softmax_rows(T* y, const T* x, const Geometry& g, bool log) {
 }
 
 template <typename T>
-void softmax_typed(T* y, const T* x, const Geometry& g, bool log) {
+void softmax_typed(T* y, const T* x, const SoftmaxGeometry& g, bool log) {
   using C = compute_t<T>;
   if (g.inner == 1) return softmax_rows<T>(y, x, g, log);
   for_each_line(g, [&](int64_t off, int64_t s, int64_t w) {
@@ -140,7 +128,7 @@ void softmax_backward_row_f32(float* dx, const float* dy, const float* y, int64_
 }
 
 template <typename T>
-void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
+void softmax_backward_rows(T* dx, const T* dy, const T* y, const SoftmaxGeometry& g, bool log) {
   using C = compute_t<T>;
   const int64_t n = g.dim;
   parallel_for(g.outer, grain_rows(n), [&](int64_t b, int64_t e) {
@@ -166,7 +154,7 @@ void softmax_backward_rows(T* dx, const T* dy, const T* y, const Geometry& g, bo
 }
 
 template <typename T>
-void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, bool log) {
+void softmax_backward_typed(T* dx, const T* dy, const T* y, const SoftmaxGeometry& g, bool log) {
   using C = compute_t<T>;
   if (g.inner == 1) return softmax_backward_rows<T>(dx, dy, y, g, log);
   for_each_line(g, [&](int64_t off, int64_t s, int64_t w) {
@@ -188,10 +176,8 @@ void softmax_backward_typed(T* dx, const T* dy, const T* y, const Geometry& g, b
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  RG_DEBUG_ASSERT(in.is_contiguous() && out.is_contiguous(), op,
-                  ": kernel needs contiguous tensors");
-  RG_DEBUG_ASSERT(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
-  Geometry g = geometry(in, dim, op);
+  RG_KERNEL_CONTRACT(check_softmax(out, in, dim, log));
+  const SoftmaxGeometry g = softmax_geometry(in, dim);
   if (in.numel() == 0) return;
   dispatch_dtype<DTypes::floating>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     softmax_typed<T>(out.data<T>(), in.data<T>(), g, log);
@@ -201,11 +187,8 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
 void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y, int64_t dim,
                       bool log) {
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
-  RG_DEBUG_ASSERT(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
-                  ": kernel needs contiguous tensors");
-  RG_DEBUG_ASSERT(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op,
-                  ": shapes differ");
-  Geometry g = geometry(y, dim, op);
+  RG_KERNEL_CONTRACT(check_softmax_backward(grad_in, grad_out, y, dim, log));
+  const SoftmaxGeometry g = softmax_geometry(y, dim);
   if (y.numel() == 0) return;
   dispatch_dtype<DTypes::floating>(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
     softmax_backward_typed<T>(grad_in.data<T>(), grad_out.data<T>(), y.data<T>(), g, log);

@@ -20,6 +20,7 @@
 // rows (fewer for wide heads, to fit 48 KiB). Left for later: tensor-core products.
 #include <limits>
 
+#include "kernels/contracts.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
 
@@ -250,9 +251,7 @@ __global__ void attention_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, c
 }
 
 Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
-  RG_DEBUG_ASSERT(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.is_contiguous() &&
-                      k.is_contiguous() && v.is_contiguous(),
-                  "attention: kernel needs contiguous [B, T, D] operands");
+  RG_KERNEL_CONTRACT(check_attention("attention", q, k, v));
   return {q.size(0), q.size(1), k.size(1), q.size(2), v.size(2), causal, scale};
 }
 

@@ -11,6 +11,7 @@
 // block), then in opt-in dynamic shared memory (up to 58k f32 / 29k f64 / 116k bf16
 // classes on an H200: GPT-2's 50257), so it reads each logit once and writes each gradient
 // once; longer rows read the logits twice.
+#include "kernels/contracts.h"
 #include "kernels/cuda/row_group.cuh"
 #include "kernels/cuda/row_stats.cuh"
 
@@ -95,12 +96,6 @@ struct Prepared {
 // cache: the kernel keeps the row (row_shape may put it in shared memory).
 Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets, int64_t ignore_index,
                  bool cache) {
-  RG_DEBUG_ASSERT(logits.dim() == 2, op, ": logits must be [N, C], got ",
-                  shape_str(logits.shape()));
-  RG_DEBUG_ASSERT(targets.dtype() == DType::i64 || targets.dtype() == DType::i32, op,
-                  ": targets must be int64 or int32, got ", targets.dtype());
-  RG_DEBUG_ASSERT(targets.numel() == logits.size(0), op, ": ", targets.numel(),
-                  " targets for logits ", shape_str(logits.shape()));
   Prepared p{contiguous_as(targets, DType::i64),
              DeviceErrorSlot(logits.device(), str(op, ": target "),
                              str(" out of range for ", logits.size(1), " classes")),
@@ -120,10 +115,7 @@ Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets, in
 void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& targets,
                        int64_t ignore_index) {
   const char* op = "cross_entropy";
-  RG_DEBUG_ASSERT(logits.dim() == 2 && loss.numel() == logits.size(0) && loss.dim() <= 1 &&
-                      loss.dtype() == logits.dtype(),
-                  op, ": loss ", shape_str(loss.shape()), " does not match logits ",
-                  shape_str(logits.shape()));
+  RG_KERNEL_CONTRACT(check_cross_entropy(loss, logits, targets));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index, false);
   dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {
@@ -143,13 +135,7 @@ void run_cross_entropy(const Tensor& loss, const Tensor& logits, const Tensor& t
 void run_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                                 const Tensor& dloss, int64_t ignore_index) {
   const char* op = "cross_entropy_backward";
-  RG_DEBUG_ASSERT(dlogits.shape() == logits.shape() && dlogits.dtype() == logits.dtype(), op,
-                  ": dlogits ", shape_str(dlogits.shape()), " does not match logits ",
-                  shape_str(logits.shape()));
-  RG_DEBUG_ASSERT(logits.dim() == 2 && dloss.numel() == logits.size(0) && dloss.dim() <= 1 &&
-                      dloss.dtype() == logits.dtype(),
-                  op, ": dloss ", shape_str(dloss.shape()), " does not match logits ",
-                  shape_str(logits.shape()));
+  RG_KERNEL_CONTRACT(check_cross_entropy_backward(dlogits, logits, targets, dloss));
   if (logits.size(0) == 0) return;
   Prepared p = prepare(op, logits, targets, ignore_index, true);
   dispatch_dtype<DTypes::floating, bf16>(logits.dtype(), op, [&]<typename T>(TypeTag<T>) {

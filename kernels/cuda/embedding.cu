@@ -13,6 +13,7 @@
 // synchronization (kernels/cuda/device_errors.h).
 #include <algorithm>
 
+#include "kernels/contracts.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/vec16.cuh"
 
@@ -110,21 +111,10 @@ LaunchConfig config(const char* name, const Geometry& g, const Tensor& t,
   return cfg;
 }
 
-Tensor checked_indices(const Tensor& indices, const char* op) {
-  RG_DEBUG_ASSERT(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, op,
-                  ": indices must be int64 or int32, got ", indices.dtype());
-  return contiguous_as(indices, DType::i64);
-}
-
 void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const char* op = "embedding";
-  RG_DEBUG_ASSERT(weight.dim() == 2 && out.dim() == 2, op, ": weight ", shape_str(weight.shape()),
-                  " and out ", shape_str(out.shape()), " must be 2-D");
-  Tensor idx = checked_indices(indices, op);
-  RG_DEBUG_ASSERT(
-      out.size(0) == idx.numel() && out.size(1) == weight.size(1) && out.dtype() == weight.dtype(),
-      op, ": out ", shape_str(out.shape()), " does not match [", idx.numel(), ",", weight.size(1),
-      "]");
+  RG_KERNEL_CONTRACT(check_embedding(out, weight, indices));
+  Tensor idx = contiguous_as(indices, DType::i64);
   Geometry g{idx.numel(),      weight.size(1), weight.size(0), weight.stride(0),
              weight.stride(1), out.stride(0),  out.stride(1)};
   if (g.n * g.d == 0) return;
@@ -145,13 +135,8 @@ void run_embedding(const Tensor& out, const Tensor& weight, const Tensor& indice
 void run_embedding_backward(const Tensor& grad_weight, const Tensor& grad_out,
                             const Tensor& indices) {
   const char* op = "embedding_backward";
-  RG_DEBUG_ASSERT(grad_weight.dim() == 2 && grad_out.dim() == 2, op,
-                  ": grad_weight and grad_out must be 2-D");
-  Tensor idx = checked_indices(indices, op);
-  RG_DEBUG_ASSERT(grad_out.size(0) == idx.numel() && grad_out.size(1) == grad_weight.size(1) &&
-                      grad_out.dtype() == grad_weight.dtype(),
-                  op, ": grad_out ", shape_str(grad_out.shape()), " does not match ", idx.numel(),
-                  " indices and grad_weight ", shape_str(grad_weight.shape()));
+  RG_KERNEL_CONTRACT(check_embedding_backward(grad_weight, grad_out, indices));
+  Tensor idx = contiguous_as(indices, DType::i64);
   Geometry g{idx.numel(),           grad_weight.size(1), grad_weight.size(0), grad_weight.stride(0),
              grad_weight.stride(1), grad_out.stride(0),  grad_out.stride(1)};
   if (g.n * g.d == 0) return;

@@ -16,6 +16,7 @@
 // double partials [chunks, C] (a warp reads 32 neighbouring columns: coalesced), and a
 // second kernel adds each column's chunks in order. The split depends on the shape only:
 // deterministic.
+#include "kernels/contracts.h"
 #include "kernels/cuda/row_group.cuh"
 #include "kernels/cuda/row_stats.cuh"
 
@@ -105,18 +106,6 @@ __global__ void layernorm_dparams_combine_kernel(T* dweight, T* dbias, const dou
   if (dbias) dbias[j] = convert<T>(C(acc_b));
 }
 
-DType stats_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
-
-void check_stats(const Tensor& x, const Tensor& mean, const Tensor& rstd, const char* op) {
-  int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
-  RG_DEBUG_ASSERT(x.is_contiguous(), op, ": x must be contiguous");
-  RG_DEBUG_ASSERT(
-      mean.numel() == n && rstd.numel() == n && mean.is_contiguous() && rstd.is_contiguous(), op,
-      ": mean/rstd must be contiguous with ", n, " elements");
-  RG_DEBUG_ASSERT(mean.dtype() == stats_dtype(x.dtype()) && rstd.dtype() == stats_dtype(x.dtype()),
-                  op, ": mean/rstd must be ", stats_dtype(x.dtype()), " for ", x.dtype(), " input");
-}
-
 template <typename T>
 T* ptr_or_null(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
@@ -172,14 +161,12 @@ void launch_dx(const Tensor& dx, const Tensor& g, const Tensor& x, const Tensor&
 
 void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                    const Tensor& weight, const Tensor& bias, double eps) {
-  check_stats(x, mean, rstd, "layernorm");
-  RG_DEBUG_ASSERT(out.is_contiguous() && out.shape() == x.shape() && out.dtype() == x.dtype(),
-                  "layernorm: output must be contiguous like x ", shape_str(x.shape()));
+  RG_KERNEL_CONTRACT(check_layernorm(out, mean, rstd, x));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   if (n == 0) return;
   Tensor w = contiguous_as(weight, x.dtype()), b = contiguous_as(bias, x.dtype());
   dispatch_dtype<DTypes::floating, bf16>(x.dtype(), "layernorm", [&]<typename T>(TypeTag<T>) {
-    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using S = layernorm_stats_t<T>;
     const RowShape rs = row_shape(c, sizeof(acc_t<T>), sizeof(T));
     dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
       launch(layernorm_kernel<T, S, N, G>, row_config("layernorm", n, rs, x), ptr_or_null<T>(out),
@@ -192,14 +179,12 @@ void run_layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, co
 void run_layernorm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
                             const Tensor& dy, const Tensor& x, const Tensor& mean,
                             const Tensor& rstd, const Tensor& weight) {
-  check_stats(x, mean, rstd, "layernorm_backward");
-  RG_DEBUG_ASSERT(!dx.defined() || (dx.is_contiguous() && dx.shape() == x.shape()),
-                  "layernorm_backward: dx must be contiguous like x ", shape_str(x.shape()));
+  RG_KERNEL_CONTRACT(check_layernorm_backward(dx, x, mean, rstd));
   int64_t c = x.dim() == 0 ? 1 : x.size(-1), n = c == 0 ? 0 : x.numel() / c;
   Tensor g = contiguous_as(dy, x.dtype()), w = contiguous_as(weight, x.dtype());
   dispatch_dtype<DTypes::floating, bf16>(
       x.dtype(), "layernorm_backward", [&]<typename T>(TypeTag<T>) {
-        using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        using S = layernorm_stats_t<T>;
         if (dx.defined() && n > 0) launch_dx<T, S>(dx, g, x, mean, rstd, w, n, c);
         if (!dweight.defined() && !dbias.defined()) return;
         auto scratch_for = [&](const Tensor& t) {

@@ -11,6 +11,7 @@
 // column, as linear needs. f64 (cuBLASLt's epilogues are not documented for 64F compute), an
 // algorithm cuBLASLt does not offer, and K = 0 write the bias into out and run the cuBLAS
 // GEMM with beta = 1 instead: the same result with one extra write of out.
+#include "kernels/contracts.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/linear_shapes.h"
 #if RG_SIM
@@ -104,19 +105,9 @@ void gemm_by_cublas(const Tensor& out, const Tensor& a_in, const Tensor& b_in, d
 }
 
 void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
-  RG_DEBUG_ASSERT(a_in.dim() == 3 && b_in.dim() == 3 && out.dim() == 3,
-                  "matmul: kernel expects 3-d ", "a, b, out; got ", shape_str(a_in.shape()), ", ",
-                  shape_str(b_in.shape()), ", ", shape_str(out.shape()));
-  int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a_in.size(2);
-  RG_DEBUG_ASSERT(a_in.size(0) == batch && b_in.size(0) == batch && a_in.size(1) == m &&
-                      b_in.size(1) == k && b_in.size(2) == n,
-                  "matmul: shapes ", shape_str(a_in.shape()), " @ ", shape_str(b_in.shape()),
-                  " -> ", shape_str(out.shape()));
-  RG_DEBUG_ASSERT(out.is_contiguous(), "matmul: out must be contiguous");
-  RG_DEBUG_ASSERT(a_in.dtype() == out.dtype() && b_in.dtype() == out.dtype(), "matmul: dtypes ",
-                  a_in.dtype(), ", ", b_in.dtype(), " -> ", out.dtype());
+  RG_KERNEL_CONTRACT(check_matmul(out, a_in, b_in));
   if (out.numel() == 0) return;
-  if (k == 0) {
+  if (a_in.size(2) == 0) {
     kernel_table(RG_BACKEND_DEVICE).fill(out, 0.0);
     return;
   }

@@ -26,6 +26,7 @@
 #include <limits>
 
 #include "core/reduce_scalar.h"
+#include "kernels/contracts.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/vec16.cuh"
@@ -340,22 +341,10 @@ void reduce_typed(const char* name, const Tensor& out, const Tensor& in, int64_t
 void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
                 const std::vector<int64_t>& dims) {
   const char* name = op_name(op);
-  int64_t ndim = in.dim();
+  RG_KERNEL_CONTRACT(check_reduce(op, out, in, dims));
+  const int64_t ndim = in.dim();
   std::vector<bool> is_reduced(ndim, false);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    RG_DEBUG_ASSERT(dims[i] >= 0 && dims[i] < ndim, name, ": dim ", dims[i],
-                    " out of range for shape ", shape_str(in.shape()));
-    RG_DEBUG_ASSERT(i == 0 || dims[i] > dims[i - 1], name, ": dims must be sorted and unique");
-    is_reduced[dims[i]] = true;
-  }
-  const ReduceInfo& row = info(op);
-  bool arg = row.rule == ReduceRule::index;
-  RG_DEBUG_ASSERT(in.dtype() != DType::b8, name, ": not supported for bool tensors");
-  RG_DEBUG_ASSERT(row.rule != ReduceRule::floating || is_floating(in.dtype()), name,
-                  ": needs a floating tensor, got ", in.dtype());
-  RG_DEBUG_ASSERT(out.dtype() == (arg ? DType::i64 : in.dtype()), name, ": output dtype ",
-                  out.dtype(), " does not match ", arg ? DType::i64 : in.dtype());
-  RG_DEBUG_ASSERT(out.dim() == ndim, name, ": out must have the keepdim shape");
+  for (int64_t d : dims) is_reduced[d] = true;
   Shape kept_shape, reduced_shape;
   Strides kept_out, kept_in, reduced_in;
   for (int64_t d = 0; d < ndim; ++d) {
@@ -369,10 +358,6 @@ void run_reduce(ReduceOp op, const Tensor& out, const Tensor& in,
     }
   }
   int64_t outputs = numel_of(kept_shape), r = numel_of(reduced_shape);
-  RG_DEBUG_ASSERT(out.numel() == outputs, name, ": output has ", out.numel(),
-                  " elements, expected ", outputs);
-  RG_DEBUG_ASSERT(r > 0 || outputs == 0 || row.allows_empty(), name,
-                  ": cannot reduce an empty dimension of shape ", shape_str(in.shape()));
   if (outputs == 0) return;
   auto kept = make_offset_calc<2>(name, kept_shape, {&kept_out, &kept_in});
   auto reduced = make_offset_calc<1>(name, reduced_shape, {&reduced_in});

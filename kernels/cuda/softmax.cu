@@ -12,6 +12,7 @@
 // still reads y once (its first pass needs only dy), the softmax backward reads y twice.
 // inner > 1: one thread per (outer, inner) line looping over D (no sync): neighbouring
 // threads read neighbouring lines, coalesced.
+#include "kernels/contracts.h"
 #include "kernels/cuda/row_group.cuh"
 #include "kernels/cuda/row_stats.cuh"
 
@@ -96,20 +97,9 @@ __global__ void softmax_backward_lines_kernel(T* dx, const T* dy, const T* y, in
   }
 }
 
-struct Geometry {
-  int64_t outer = 1, d = 1, inner = 1;
-};
-
-Geometry geometry(const Tensor& t, int64_t dim, const char* op) {
-  RG_DEBUG_ASSERT(dim >= 0 && dim < std::max<int64_t>(t.dim(), 1), op, ": dim ", dim,
-                  " out of range for shape ", shape_str(t.shape()));
-  Geometry g;
-  for (int64_t i = 0; i < t.dim(); ++i) (i < dim ? g.outer : i == dim ? g.d : g.inner) *= t.size(i);
-  return g;
-}
-
 // Rows (inner == 1): row_shape (row_group.cuh); lines: 128 threads, a thread per line, no sync.
-LaunchConfig config_for(const char* name, const Geometry& g, const Tensor& t, const RowShape& rs) {
+LaunchConfig config_for(const char* name, const SoftmaxGeometry& g, const Tensor& t,
+                        const RowShape& rs) {
   LaunchConfig cfg;
   cfg.name = name;
   cfg.stream = stream_for(t);
@@ -125,46 +115,41 @@ LaunchConfig config_for(const char* name, const Geometry& g, const Tensor& t, co
 
 void run_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  RG_DEBUG_ASSERT(in.is_contiguous() && out.is_contiguous(), op,
-                  ": kernel needs contiguous tensors");
-  RG_DEBUG_ASSERT(in.shape() == out.shape() && in.dtype() == out.dtype(), op, ": output mismatch");
-  Geometry g = geometry(in, dim, op);
+  RG_KERNEL_CONTRACT(check_softmax(out, in, dim, log));
+  const SoftmaxGeometry g = softmax_geometry(in, dim);
   if (in.numel() == 0) return;
   dispatch_dtype<DTypes::floating, bf16>(in.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* y = static_cast<T*>(out.data_ptr());
     auto* x = static_cast<const T*>(in.data_ptr());
-    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>), sizeof(T));
+    const RowShape rs = row_shape(g.dim, sizeof(acc_t<T>), sizeof(T));
     LaunchConfig cfg = config_for(op, g, out, rs);
     if (g.inner == 1)
       dispatch_row_shape<acc_t<T>>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
-        launch(softmax_rows_kernel<T, N, G>, cfg, y, x, g.outer, g.d, log);
+        launch(softmax_rows_kernel<T, N, G>, cfg, y, x, g.outer, g.dim, log);
       });
     else
-      launch(softmax_lines_kernel<T>, cfg, y, x, g.outer, g.d, g.inner, log);
+      launch(softmax_lines_kernel<T>, cfg, y, x, g.outer, g.dim, g.inner, log);
   });
 }
 
 void run_softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& y,
                           int64_t dim, bool log) {
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
-  RG_DEBUG_ASSERT(grad_in.is_contiguous() && grad_out.is_contiguous() && y.is_contiguous(), op,
-                  ": kernel needs contiguous tensors");
-  RG_DEBUG_ASSERT(grad_in.shape() == y.shape() && grad_out.shape() == y.shape(), op,
-                  ": shapes differ");
-  Geometry g = geometry(y, dim, op);
+  RG_KERNEL_CONTRACT(check_softmax_backward(grad_in, grad_out, y, dim, log));
+  const SoftmaxGeometry g = softmax_geometry(y, dim);
   if (y.numel() == 0) return;
   dispatch_dtype<DTypes::floating, bf16>(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
     auto* dx = static_cast<T*>(grad_in.data_ptr());
     auto* dy = static_cast<const T*>(grad_out.data_ptr());
     auto* yy = static_cast<const T*>(y.data_ptr());
-    const RowShape rs = row_shape(g.d, sizeof(acc_t<T>), sizeof(T), 2);
+    const RowShape rs = row_shape(g.dim, sizeof(acc_t<T>), sizeof(T), 2);
     LaunchConfig cfg = config_for(op, g, y, rs);
     if (g.inner == 1)
       dispatch_row_shape<acc_t<T>, 2>(rs, [&]<int N, typename G>(Slots<N>, TypeTag<G>) {
-        launch(softmax_backward_rows_kernel<T, N, G>, cfg, dx, dy, yy, g.outer, g.d, log);
+        launch(softmax_backward_rows_kernel<T, N, G>, cfg, dx, dy, yy, g.outer, g.dim, log);
       });
     else
-      launch(softmax_backward_lines_kernel<T>, cfg, dx, dy, yy, g.outer, g.d, g.inner, log);
+      launch(softmax_backward_lines_kernel<T>, cfg, dx, dy, yy, g.outer, g.dim, g.inner, log);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "core/op_table.h"
 #include "core/parallel.h"
 #include "kernels/builtin.h"
+#include "tests/error_of.h"
 
 namespace rg::test {
 
@@ -119,16 +120,6 @@ void with_threads(int n, F fn) {
   set_num_threads(n);
   fn();
   set_num_threads(previous);
-}
-
-template <typename F>
-std::string error_of(F fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace rg::test

@@ -122,8 +122,14 @@ struct Arena {
 
 thread_local int t_scopes = 0;  // live ShareableAllocations of this thread
 
+std::atomic<Arena*> g_made{nullptr};  // the arena once made: contains() never makes one
+
 Arena& arena() {
-  static auto* a = new Arena();  // never destroyed: blocks may be freed after main returns
+  static auto* a = [] {
+    auto* made = new Arena();  // never destroyed: blocks may be freed after main returns
+    g_made.store(made, std::memory_order_release);
+    return made;
+  }();
   return *a;
 }
 
@@ -176,7 +182,11 @@ void* allocate(size_t bytes) {
   return p;
 }
 
-bool contains(const void* p) { return arena().find(p) != nullptr; }
+// Called on every free: without an arena (never asked for) it allocates nothing.
+bool contains(const void* p) {
+  const Arena* a = g_made.load(std::memory_order_acquire);
+  return a != nullptr && a->find(p) != nullptr;
+}
 
 void release_pages(void* p, size_t bytes) {
   Arena& a = arena();

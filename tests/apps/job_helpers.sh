@@ -1,7 +1,8 @@
 # Shared by the tests that drive rgrun jobs in the background (test_faults.sh,
 # test_elastic.sh); sourced after RGRUN/RGTRAIN are set. A temporary directory removed at
 # exit (killing a job still running), check reporting that counts failures in FAILS, and a
-# background job with its output file, a bounded wait for a line, and the pid of a rank.
+# background job with its output file, a bounded wait for a line, the pid of a rank, and a
+# free port.
 TMP=$(mktemp -d)
 JOB=
 cleanup() {
@@ -42,4 +43,7 @@ rank_pid() {  # the pid of rank $1 among rgrun's children (from its environment)
   for p in $(pgrep -P "$JOB"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1" && { echo "$p"; return; }
   done
+}
+free_port() {  # a port free on 127.0.0.1 now
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

@@ -140,9 +140,6 @@ for MODE in i32 shape; do
 done
 
 # ---- ranks started by hand that disagree
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # two_ranks NAME "RANK0 ARGS" "RANK1 ARGS": both ranks, outputs in $TMP/NAME.{0,1}
 two_ranks() {
   local name=$1 port r

@@ -18,9 +18,6 @@ trap '[ -n "$FLOODER" ] && kill -KILL "$FLOODER" 2>/dev/null; cleanup' EXIT
 STEPS=8000
 MODEL=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
        --eval-every 0 --warmup 2 --print-every 50 --checkpoint-every 200)
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 count() { ls "$1" 2>/dev/null | wc -l; }
 # run_job NAME: the job in the background, under ulimit -n 1024, on a port of its own (PORT)
 run_job() {

@@ -17,9 +17,6 @@ TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 
 
 # The secret both launchers share (a multi-node job refuses --rdzv-id alone).
 export RG_JOB_TOKEN="two-nodes-test-$$-$RANDOM$RANDOM"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # start_nodes NAME ARGS...: both launchers in the background; outputs in $TMP/NAME.node{0,1}
 start_nodes() {
   local name=$1 port node

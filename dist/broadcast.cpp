@@ -12,14 +12,14 @@
 
 namespace rg::dist {
 
-void chain_broadcast(ProcessGroup& pg, const Tensor& buf, int root, const Envelope& env) {
-  const int n = pg.size(), r = pg.rank();
+void chain_broadcast(CollectiveContext& ctx, const Tensor& buf, int root, const Envelope& env) {
+  const int n = ctx.size(), r = ctx.rank();
   if (n == 1) return;
   const int position = (r - root + n) % n;  // 0 at the root
   const int prev = (r + n - 1) % n, next = (r + 1) % n;
   const int64_t count = buf.numel();
   const int64_t chunks =
-      ring_chunks(count * static_cast<int64_t>(itemsize(buf.dtype())), pg.options().chunk_bytes);
+      ring_chunks(count * static_cast<int64_t>(itemsize(buf.dtype())), ctx.options().chunk_bytes);
   auto chunk = [&](int64_t c) {
     const int64_t base = count / chunks, extra = count % chunks;
     return flat_slice(buf, c * base + std::min(c, extra), base + (c < extra ? 1 : 0));
@@ -27,20 +27,20 @@ void chain_broadcast(ProcessGroup& pg, const Tensor& buf, int root, const Envelo
   std::vector<std::shared_ptr<Work>> recvs(chunks), sends;
   if (position > 0) {
     for (int64_t c = 0; c < chunks; ++c) {
-      pg.begin_batch();
-      recvs[c] = pg.recv_message(chunk(c), prev, env);
-      pg.end_batch();
+      ctx.transport().begin_batch();
+      recvs[c] = ctx.transport().recv_message(chunk(c), prev, env);
+      ctx.transport().end_batch();
     }
   }
   for (int64_t c = 0; c < chunks; ++c) {
-    if (position > 0) pg.wait_message(*recvs[c], prev, env);
+    if (position > 0) ctx.transport().wait_message(*recvs[c], prev, env);
     if (position < n - 1) {
-      pg.begin_batch();
-      sends.push_back(pg.send_message(chunk(c), next, env));
-      pg.end_batch();
+      ctx.transport().begin_batch();
+      sends.push_back(ctx.transport().send_message(chunk(c), next, env));
+      ctx.transport().end_batch();
     }
   }
-  for (auto& send : sends) pg.wait_message(*send, next, env);
+  for (auto& send : sends) ctx.transport().wait_message(*send, next, env);
 }
 
 }  // namespace rg::dist

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "dist/process_group.h"
+#include "dist/work.h"
 
 namespace rg::dist {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dist/process_group.h"
+#include "dist/work.h"
 
 namespace rg::dist {
 

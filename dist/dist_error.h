@@ -46,7 +46,7 @@ class DistError : public Error {
 // (idempotent, so a message may pass through it again).
 std::string dist_message(const std::string& message);
 
-// A failure as one rank tells its peers (the kAbort frame of dist/message_group.cpp): the
+// A failure as one rank tells its peers (the kAbort frame of dist/message_pump.h): the
 // rank at fault (`f`'s blamed rank, or `from`, the sender, when it blames none), the operation
 // and sequence number, then the message. parse_abort gives the receiver's failure (kind
 // aborted, blaming that rank) and the message; a payload too short for the fields is all

@@ -2,7 +2,8 @@
 // Options::direct_bytes of f32/f64, or a barrier, issued while no other collective is queued
 // or running, takes no trip through the queue and the communication thread.
 //
-//   issue (ProcessGroup::allreduce/barrier): claims the group (running_), numbers the
+//   issue (ProcessGroup::allreduce/barrier -> CollectiveScheduler::issue_lean): claims the group
+//   (running_), numbers the
 //     collective and writes its frame into every peer's shared-memory ring at once
 //     (send_exchange), then returns its LeanWork;
 //   wait(): receives the peers' frames straight out of their rings into scratch and reduces
@@ -13,19 +14,19 @@
 // Whatever else comes first hands the collective over to the communication thread, first
 // in its queue: a timed wait or is_completed() (the caller may poll instead of waiting),
 // another collective issued behind it, a frame that could not go out whole, the group's
-// shutdown. The arithmetic is the direct exchange's (ring_allreduce.cpp): inputs folded in
+// shutdown. The arithmetic is the direct exchange's (direct_exchange.cpp): inputs folded in
 // rank order with the op table's add and maximum, so every rank ends with the same bits.
 #include <cstring>
 
 #include "dist/buffer_math.h"
+#include "dist/collective_scheduler.h"
 #include "dist/combine_bytes.h"
-#include "dist/process_group.h"
 
 namespace rg::dist {
 
 class LeanWork : public PromiseWork {
  public:
-  LeanWork(ProcessGroup& group, Tensor tensor, CombineOp op, const Envelope& env)
+  LeanWork(CollectiveScheduler& group, Tensor tensor, CombineOp op, const Envelope& env)
       : tensor(std::move(tensor)), op(op), env(env), group_(group) {}
 
   // The next collective in this finished work that no one else holds.
@@ -59,15 +60,17 @@ class LeanWork : public PromiseWork {
   Envelope env;
 
  private:
-  ProcessGroup& group_;
+  CollectiveScheduler& group_;
 };
 
-bool ProcessGroup::lean_eligible(const Tensor& t) const {
-  return size_ > 1 && exchanges_eagerly() && t.device().is_host_memory() &&
-         t.nbytes() <= options_.direct_bytes && (t.numel() == 0 || combines_bytes(t.dtype()));
+bool CollectiveScheduler::lean_eligible(const Tensor& t) const {
+  return transport_.size() > 1 && context_.capabilities().eager_exchange &&
+         t.device().is_host_memory() && t.nbytes() <= options_.direct_bytes &&
+         (t.numel() == 0 || combines_bytes(t.dtype()));
 }
 
-std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t, CombineOp op) {
+std::shared_ptr<Work> CollectiveScheduler::issue_lean(Collective kind, const Tensor& t,
+                                                      CombineOp op) {
   if (!lean_eligible(t)) return nullptr;
   Envelope env{kind, op, t.dtype(), kCollectiveTag, -1, 0, t.numel()};
   {
@@ -81,9 +84,9 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
   std::shared_ptr<LeanWork> work = recycled_lean(t, op, env);
   bool whole = false;
   try {
-    whole = send_exchange(t, env);
+    whole = transport_.send_exchange(t, env);
   } catch (const std::exception& e) {
-    set_failure(e.what());
+    fail(e.what());
     {
       std::lock_guard lock(mu_);
       running_ = false;
@@ -109,8 +112,8 @@ std::shared_ptr<Work> ProcessGroup::issue_lean(Collective kind, const Tensor& t,
 // else a new one, kept as the spare. A loop of barriers or loss all-reduces then allocates
 // nothing: no control block, mutex or condition variable to build and destroy per call.
 // Only the thread that claimed the group (running_) gets here.
-std::shared_ptr<LeanWork> ProcessGroup::recycled_lean(const Tensor& t, CombineOp op,
-                                                      const Envelope& env) {
+std::shared_ptr<LeanWork> CollectiveScheduler::recycled_lean(const Tensor& t, CombineOp op,
+                                                             const Envelope& env) {
   if (spare_lean_ && spare_lean_.use_count() == 1) {
     std::atomic_thread_fence(std::memory_order_acquire);
     spare_lean_->reuse(t, op, env);
@@ -120,7 +123,7 @@ std::shared_ptr<LeanWork> ProcessGroup::recycled_lean(const Tensor& t, CombineOp
   return spare_lean_;
 }
 
-bool ProcessGroup::complete_lean(const PromiseWork* work) {
+bool CollectiveScheduler::complete_lean(const PromiseWork* work) {
   std::shared_ptr<LeanWork> mine;
   std::string broken;
   {
@@ -136,7 +139,7 @@ bool ProcessGroup::complete_lean(const PromiseWork* work) {
     RG_CHECK(broken.empty(), broken);
     receive_and_reduce(*mine);
   } catch (const std::exception& e) {
-    set_failure(e.what());
+    fail(e.what());
     error = std::current_exception();
   }
   bool more = false;
@@ -151,15 +154,16 @@ bool ProcessGroup::complete_lean(const PromiseWork* work) {
   return true;
 }
 
-bool ProcessGroup::hand_over_lean_locked(const PromiseWork* work) {
+bool CollectiveScheduler::hand_over_lean_locked(const PromiseWork* work) {
   if (!lean_ || (work && lean_.get() != work)) return false;
   std::shared_ptr<LeanWork> pending = std::move(lean_);
-  queue_.emplace_front([this, pending] { receive_and_reduce(*pending); }, pending);
+  queue_.emplace_front([this, pending](CollectiveContext&) { receive_and_reduce(*pending); },
+                       pending);
   running_ = false;
   return true;
 }
 
-void ProcessGroup::hand_over_lean(const PromiseWork* work) {
+void CollectiveScheduler::hand_over_lean(const PromiseWork* work) {
   bool handed = false;
   {
     std::lock_guard lock(mu_);
@@ -170,7 +174,7 @@ void ProcessGroup::hand_over_lean(const PromiseWork* work) {
 
 // Inputs land in scratch slot 0, peer q's at slice q; this rank's own copy goes to slice r,
 // then the result is input 0, (op) input 1, (op) input 2 ... into the caller's tensor.
-void ProcessGroup::receive_and_reduce(LeanWork& work) {
+void CollectiveScheduler::receive_and_reduce(LeanWork& work) {
   struct DropTensor {  // the caller's tensor is not kept alive by the spare work
     LeanWork& work;
     ~DropTensor() { work.tensor = Tensor(); }
@@ -178,15 +182,16 @@ void ProcessGroup::receive_and_reduce(LeanWork& work) {
   const Tensor& t = work.tensor;
   const int64_t count = t.numel();
   const size_t bytes = t.nbytes();
-  const Tensor& inputs = scratch_bytes(0, size_ * bytes, t.device());
-  receive_exchange(inputs, bytes, work.env);
+  const Tensor& inputs = context_.scratch_bytes(0, transport_.size() * bytes, t.device());
+  transport_.receive_exchange(inputs, bytes, work.env);
   if (count == 0) return;
   char* in = static_cast<char*>(inputs.data_ptr());
   char* out = static_cast<char*>(t.data_ptr());
-  std::memcpy(in + rank_ * bytes, out, bytes);
+  std::memcpy(in + transport_.rank() * bytes, out, bytes);
   std::memcpy(out, in, bytes);
-  for (int q = 1; q < size_; ++q) combine_bytes(out, in + q * bytes, count, t.dtype(), work.op);
-  if (work.op == CombineOp::avg) divide_by(t, size_);
+  for (int q = 1; q < transport_.size(); ++q)
+    combine_bytes(out, in + q * bytes, count, t.dtype(), work.op);
+  if (work.op == CombineOp::avg) divide_by(t, transport_.size());
 }
 
 }  // namespace rg::dist

@@ -43,10 +43,10 @@ namespace {
 
 // The groups' streams outlive their groups. Every tensor a group touches records its stream
 // (record_stream), and freeing such a tensor records an event on that stream: the group's own
-// scratch buffers are freed after ~NcclGroup, a caller's tensor maybe much later, and an
-// event recorded on a destroyed stream crashed inside libcuda (seen on an H200, at the end of
-// a two-process test). So a group takes a stream from this pool and gives it back, drained,
-// instead of destroying it: as many streams as groups ever lived at once.
+// scratch buffers are freed after the group closes its transport, a caller's tensor maybe much
+// later, and an event recorded on a destroyed stream crashed inside libcuda (seen on an H200, at
+// the end of a two-process test). So a group takes a stream from this pool and gives it back,
+// drained, instead of destroying it: as many streams as groups ever lived at once.
 std::mutex g_stream_pool_mutex;
 std::vector<std::pair<int, cudaStream_t>> g_stream_pool;  // (device index, stream)
 
@@ -88,26 +88,26 @@ ncclDataType_t nccl_dtype(DType dtype) {
   }
 }
 
-class NcclGroup;
+class NcclTransport;
 
 class NcclWork : public Work {
  public:
-  NcclWork(NcclGroup* group) : group_(group) {}
+  explicit NcclWork(NcclTransport* transport) : transport_(transport) {}
   bool wait(Milliseconds timeout) override;
   bool is_completed() override { return done_ && done_->query(); }
   void record(const StreamMessages& messages) { done_ = messages.completion(); }
   const std::shared_ptr<gpu::Event>& done() const { return done_; }
 
  private:
-  NcclGroup* group_;
+  NcclTransport* transport_;
   std::shared_ptr<gpu::Event> done_;  // recorded on NCCL's stream after the message
 };
 
-class NcclGroup : public ProcessGroup {
+class NcclTransport : public Transport {
  public:
-  NcclGroup(std::shared_ptr<Store> store, int rank, int size, int device_index, Options options,
-            const std::string& prefix)
-      : ProcessGroup(rank, size, options),
+  NcclTransport(std::shared_ptr<Store> store, int rank, int size, int device_index,
+                const Options& options, const std::string& prefix)
+      : Transport(rank, size, options.timeout),
         store_(std::move(store)),
         device_(DeviceType::cuda, device_index) {
     const std::string me = str("rank ", rank, ": nccl");
@@ -130,24 +130,34 @@ class NcclGroup : public ProcessGroup {
     messages_ = std::make_unique<StreamMessages>(gpu::Stream{device_, stream_});
   }
 
-  ~NcclGroup() override {
-    shutdown();
+  ~NcclTransport() override { close(false); }
+
+  // The group has stopped its collectives. After a failure the stream may still hold an
+  // aborted NCCL kernel: it is neither waited for (this must not hang on a dead peer) nor
+  // reused; it stays allocated.
+  void close(bool failed) override {
+    failed = failed || !failure_.empty();
     if (comm_) {
-      if (failure().empty())
-        ncclCommDestroy(comm_);
-      else
+      if (failed)
         ncclCommAbort(comm_);
+      else
+        ncclCommDestroy(comm_);
+      comm_ = nullptr;
     }
-    // After a failure the stream may still hold an aborted NCCL kernel: it is neither waited
-    // for (a destructor must not hang on a dead peer) nor reused; it stays allocated.
-    if (stream_ && failure().empty()) retire_stream(device_.index, stream_);
+    if (stream_ && !failed) retire_stream(device_.index, stream_);
+    stream_ = nullptr;
   }
 
-  const char* backend_name() const override { return "nccl"; }
+  const char* name() const override { return "nccl"; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities can;
+    can.device_streams = true;
+    return can;
+  }
   bool supports_device(Device d) const override { return d == device_; }
   Device default_device() const override { return device_; }
-  std::string peer_link(int peer) const override {
-    return peer == rank() || peer < 0 || peer >= size() ? ProcessGroup::peer_link(peer) : "nccl";
+  std::string link(int peer) const override {
+    return peer == rank() ? Transport::link(peer) : "nccl";
   }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope&) override {
@@ -180,24 +190,25 @@ class NcclGroup : public ProcessGroup {
   }
 
   void finish_collective() override {
-    const auto late =
-        messages_->watch(Clock::now() + options().timeout, [&] { check_async("nccl"); });
+    const auto late = messages_->watch(Clock::now() + timeout(), [&] { check_async("nccl"); });
     if (!late) return;
-    abort(str(describe(late->env), ": timed out after ", options().timeout.count() / 1000.0,
-              " s waiting for rank ", late->peer));
-    throw DistError({FailureKind::timeout, late->peer, describe(late->env), late->env.seq},
-                    failure());
+    const Failure f{FailureKind::timeout, late->peer, describe(late->env), late->env.seq};
+    const std::string message =
+        str("rank ", rank(), ": ", describe(late->env), ": timed out after ",
+            timeout().count() / 1000.0, " s waiting for rank ", late->peer);
+    abort(f, message);
+    throw DistError(f, message);
   }
 
-  void abort(const std::string& reason) override {
-    set_failure(str("rank ", rank(), ": ", reason));
+  void abort(const Failure&, const std::string& message) override {
+    if (failure_.empty()) failure_ = message;
     if (comm_) ncclCommAbort(comm_);
     comm_ = nullptr;
   }
 
   // Raises the communicator's asynchronous error, if any.
   void check_async(const char* what) {
-    RG_CHECK(comm_, failure());
+    RG_CHECK(comm_, failure_);
     ncclResult_t state;
     RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
     RG_CHECK(state == ncclSuccess || state == ncclInProgress, "rank ", rank(), ": ", what, ": ",
@@ -227,7 +238,7 @@ class NcclGroup : public ProcessGroup {
 
   template <typename Call>
   std::shared_ptr<Work> post(Call call) {
-    RG_CHECK(comm_, failure());
+    RG_CHECK(comm_, failure_);
     RG_CUDA(cudaSetDevice(device_.index), "nccl");
     auto work = std::make_shared<NcclWork>(this);
     RG_NCCL(call(), "nccl");
@@ -242,26 +253,28 @@ class NcclGroup : public ProcessGroup {
 
   // Waits for a non-blocking NCCL call to be enqueued (or fails after the timeout).
   void settle(const std::string& what) {
-    auto deadline = Clock::now() + options().timeout;
+    auto deadline = Clock::now() + timeout();
     for (;;) {
       ncclResult_t state;
       RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
       if (state == ncclSuccess) return;
-      if (state != ncclInProgress) {
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        RG_FAIL(what, ": ", ncclGetErrorString(state));
-      }
-      if (Clock::now() > deadline) {
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        RG_FAIL(what, ": timed out after ", options().timeout.count() / 1000.0, " s");
-      }
+      if (state != ncclInProgress) lose(str(what, ": ", ncclGetErrorString(state)));
+      if (Clock::now() > deadline)
+        lose(str(what, ": timed out after ", timeout().count() / 1000.0, " s"));
       std::this_thread::yield();
     }
   }
 
+  // The communicator is gone: abort it, remember why (later messages fail with it), throw.
+  [[noreturn]] void lose(const std::string& why) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    if (failure_.empty()) failure_ = str("rank ", rank(), ": ", why);
+    RG_FAIL(why);
+  }
+
   std::shared_ptr<Store> store_;
+  std::string failure_;  // why the communicator was aborted
   Device device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
@@ -275,7 +288,7 @@ bool NcclWork::wait(Milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   for (;;) {
     if (done_->query()) return true;
-    group_->check_async("nccl");
+    transport_->check_async("nccl");
     if (Clock::now() >= deadline) return false;
     std::this_thread::yield();
   }
@@ -291,13 +304,17 @@ bool nccl_available() {
 std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store> store, int rank, int size,
                                               int device_index, Options options,
                                               const std::string& prefix) {
-  return std::make_shared<NcclGroup>(std::move(store), rank, size, device_index, options, prefix);
+  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
+           " is outside a world of size ", size);
+  auto transport =
+      std::make_unique<NcclTransport>(std::move(store), rank, size, device_index, options, prefix);
+  return std::make_shared<ProcessGroup>(rank, size, std::move(options), std::move(transport));
 }
 
 std::shared_ptr<Work> nccl_allreduce(ProcessGroup& pg, const Tensor& tensor, CombineOp op) {
-  auto* group = dynamic_cast<NcclGroup*>(&pg);
-  RG_CHECK(group, "nccl_allreduce: the group uses the ", pg.backend_name(), " backend, not nccl");
-  return group->native_allreduce(tensor, op);
+  auto* nccl = dynamic_cast<NcclTransport*>(&pg.transport());
+  RG_CHECK(nccl, "nccl_allreduce: the group uses the ", pg.backend_name(), " backend, not nccl");
+  return nccl->native_allreduce(tensor, op);
 }
 
 }  // namespace rg::dist

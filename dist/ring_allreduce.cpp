@@ -1,5 +1,5 @@
 // Ring all-reduce (and its two halves, reduce-scatter and all-gather), written once over the
-// point-to-point messages of ProcessGroup and shared by every backend.
+// point-to-point messages of a Transport and shared by every backend.
 //
 // The N ranks form a ring: each sends only to its right neighbour (rank + 1) and receives
 // only from its left (rank - 1). The buffer is cut into N segments (the first count % N one
@@ -15,21 +15,17 @@
 // neighbours work on theirs. The receive of (s, c) is posted in the same batch as its send
 // (NCCL needs the pair grouped to avoid deadlock; the host transports just start both).
 //
-// Host backends fold each reduce-scatter message into the buffer as its bytes arrive
-// (recv_combine_message: out of the shared-memory ring, with no copy into scratch first);
-// the others receive into two segment-sized scratch halves and reduce after.
+// Transports that can (capabilities().combines_on_receive: the host ones) fold each
+// reduce-scatter message into the buffer as its bytes arrive (recv_combine_message: out of the
+// shared-memory ring, with no copy into scratch first); the others receive into two
+// segment-sized scratch halves and reduce after.
 //
 // Determinism: segment k is always summed in ring order starting at rank k, then copied
 // bit for bit to everybody, so all ranks end with identical bits and reruns repeat them.
 // bf16 is reduced in an f32 copy and rounded once at the end; avg divides the sum by N.
 //
-// Small buffers (at most Options::direct_bytes) go through a direct exchange instead: every
-// rank posts its whole buffer to every peer and a receive from each, all in one batch, then
-// reduces the N inputs in rank order (input 0, then + input 1, + input 2, ...), so every rank
-// does the same additions in the same order and ends with the same bits. One message step
-// instead of 2 (N-1), for (N-1) times the buffer sent per rank instead of 2 (N-1)/N times it.
-// Larger buffers (from Options::single_copy_bytes) between ranks of one host take the
-// single-copy path where the ranks may reach each other's memory (single_copy_allreduce.cpp).
+// Small buffers take the direct exchange instead, large ones between ranks of one host the
+// single-copy path (allreduce_choice.cpp).
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
@@ -37,7 +33,7 @@
 #include <vector>
 
 #include "dist/buffer_math.h"
-#include "dist/single_copy_allreduce.h"
+#include "dist/combine_bytes.h"
 
 namespace rg::dist {
 
@@ -51,35 +47,36 @@ namespace {
 class Ring {
  public:
   // `shift` rotates which segment a rank owns: the one it completes is r + 1 + shift.
-  Ring(ProcessGroup& pg, const Tensor& buf, std::vector<int64_t> segments, int shift, CombineOp op,
-       const Envelope& env)
-      : pg_(pg), buf_(buf), seg_(std::move(segments)), shift_(shift), op_(op), env_(env) {
-    n_ = pg.size();
-    r_ = pg.rank();
+  Ring(CollectiveContext& ctx, const Tensor& buf, std::vector<int64_t> segments, int shift,
+       CombineOp op, const Envelope& env)
+      : ctx_(ctx), buf_(buf), seg_(std::move(segments)), shift_(shift), op_(op), env_(env) {
+    n_ = ctx.size();
+    r_ = ctx.rank();
     left_ = (r_ + n_ - 1) % n_;
     right_ = (r_ + 1) % n_;
     for (int k = 0; k < n_; ++k) max_seg_ = std::max(max_seg_, seg_[k + 1] - seg_[k]);
     chunks_ = ring_chunks(max_seg_ * static_cast<int64_t>(itemsize(buf.dtype())),
-                          pg.options().chunk_bytes);
-    fold_on_receipt_ = pg.combines_on_receive(buf);
+                          ctx.options().chunk_bytes);
+    fold_on_receipt_ = ctx.capabilities().combines_on_receive && combines_bytes(buf.dtype()) &&
+                       buf.device().is_host_memory();
   }
 
   // Runs steps [first, last]; steps before N-1 reduce, the others copy.
   void run(int first, int last) {
     if (n_ == 1 || first > last) return;
     if (first < n_ - 1 && !fold_on_receipt_)
-      temp_ = pg_.scratch(0, 2 * max_seg_, buf_.dtype(), buf_.device());
+      temp_ = ctx_.scratch(0, 2 * max_seg_, buf_.dtype(), buf_.device());
     recvs_.assign(2, std::vector<std::shared_ptr<Work>>(chunks_));
     for (int64_t c = 0; c < chunks_; ++c) post(first, c);
     for (int s = first; s <= last; ++s) {
       for (int64_t c = 0; c < chunks_; ++c) {
-        pg_.wait_message(*recvs_[s % 2][c], left_, env_);
+        ctx_.transport().wait_message(*recvs_[s % 2][c], left_, env_);
         recvs_[s % 2][c].reset();
         if (s < n_ - 1 && !folds(s)) reduce_into(chunk(recv_segment(s), c), temp_chunk(s, c), op_);
         if (s < last) post(s + 1, c);
       }
     }
-    for (auto& send : sends_) pg_.wait_message(*send, right_, env_);
+    for (auto& send : sends_) ctx_.transport().wait_message(*send, right_, env_);
   }
 
  private:
@@ -106,17 +103,18 @@ class Ring {
   }
 
   void post(int s, int64_t c) {
-    pg_.begin_batch();
+    ctx_.transport().begin_batch();
     if (folds(s))
-      recvs_[s % 2][c] = pg_.recv_combine_message(chunk(recv_segment(s), c), left_, env_, op_);
-    else
       recvs_[s % 2][c] =
-          pg_.recv_message(s < n_ - 1 ? temp_chunk(s, c) : chunk(recv_segment(s), c), left_, env_);
-    sends_.push_back(pg_.send_message(chunk(send_segment(s), c), right_, env_));
-    pg_.end_batch();
+          ctx_.transport().recv_combine_message(chunk(recv_segment(s), c), left_, env_, op_);
+    else
+      recvs_[s % 2][c] = ctx_.transport().recv_message(
+          s < n_ - 1 ? temp_chunk(s, c) : chunk(recv_segment(s), c), left_, env_);
+    sends_.push_back(ctx_.transport().send_message(chunk(send_segment(s), c), right_, env_));
+    ctx_.transport().end_batch();
   }
 
-  ProcessGroup& pg_;
+  CollectiveContext& ctx_;
   Tensor buf_;
   std::vector<int64_t> seg_;
   int shift_;
@@ -130,86 +128,56 @@ class Ring {
   std::vector<std::shared_ptr<Work>> sends_;
 };
 
-// The dtype the arithmetic is done in.
+}  // namespace
+
 DType accumulation_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
-// Runs `reduce` on buf, or on an f32 copy of a bf16 buf (copied back, rounded once), then
-// divides by N for avg.
-void in_accumulation_dtype(ProcessGroup& pg, const Tensor& buf, CombineOp op,
+void in_accumulation_dtype(CollectiveContext& ctx, const Tensor& buf, CombineOp op,
                            const std::function<void(const Tensor&)>& reduce) {
   Tensor work = buf;
   if (accumulation_dtype(buf.dtype()) != buf.dtype()) {
-    work = pg.scratch(1, buf.numel(), accumulation_dtype(buf.dtype()), buf.device());
+    work = ctx.scratch(1, buf.numel(), accumulation_dtype(buf.dtype()), buf.device());
     copy_buffer(work, buf);
   }
   reduce(work);
-  if (op == CombineOp::avg) divide_by(work, pg.size());
+  if (op == CombineOp::avg) divide_by(work, ctx.size());
   if (!work.is_same(buf)) copy_buffer(buf, work);
 }
 
-// The direct exchange on `work` (already in the accumulation dtype): inputs land in scratch
-// slot 0, input q at [q * count, (q + 1) * count).
-void exchange_and_reduce(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env) {
-  const int n = pg.size(), r = pg.rank();
-  const int64_t count = work.numel();
-  Tensor inputs = pg.scratch(0, n * count, work.dtype(), work.device());
-  auto input = [&](int q) { return flat_slice(inputs, q * count, count); };
-  pg.exchange_with_all(work, inputs, env);
-  copy_buffer(input(r), work);
-  copy_buffer(work, input(0));
-  for (int q = 1; q < n; ++q) reduce_into(work, input(q), op);
+void ring_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env) {
+  const int n = ctx.size();
+  Ring(ctx, work, uneven_segments(work.numel(), n), 0, op, env).run(0, 2 * n - 3);
 }
 
-// The ring all-reduce of `work`, already in the accumulation dtype (avg not yet divided).
-void ring_in_place(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env) {
-  const int n = pg.size();
-  Ring(pg, work, uneven_segments(work.numel(), n), 0, op, env).run(0, 2 * n - 3);
+void ring_allreduce(CollectiveContext& ctx, const Tensor& buf, CombineOp op, const Envelope& env) {
+  in_accumulation_dtype(ctx, buf, op,
+                        [&](const Tensor& work) { ring_in_place(ctx, work, op, env); });
 }
 
-}  // namespace
-
-void ring_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
-  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) { ring_in_place(pg, work, op, env); });
-}
-
-void direct_allreduce(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
-  if (pg.size() == 1) return ring_allreduce(pg, buf, op, env);  // nothing to send
-  in_accumulation_dtype(pg, buf, op,
-                        [&](const Tensor& work) { exchange_and_reduce(pg, work, op, env); });
-}
-
-void allreduce_by_size(ProcessGroup& pg, const Tensor& buf, CombineOp op, const Envelope& env) {
-  if (buf.nbytes() <= pg.options().direct_bytes && pg.size() > 1)
-    return direct_allreduce(pg, buf, op, env);
-  if (!single_copy_eligible(pg, buf)) return ring_allreduce(pg, buf, op, env);
-  in_accumulation_dtype(pg, buf, op, [&](const Tensor& work) {
-    if (!single_copy_allreduce(pg, work, op, env)) ring_in_place(pg, work, op, env);  // declined
-  });
-}
-
-void ring_reduce_scatter(ProcessGroup& pg, const Tensor& out, const Tensor& in, CombineOp op,
+void ring_reduce_scatter(CollectiveContext& ctx, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env) {
-  const int n = pg.size(), r = pg.rank();
+  const int n = ctx.size(), r = ctx.rank();
   const int64_t count = out.numel();
   // The ring reduces in place, so it works on a copy of `in`.
-  Tensor work = pg.scratch(1, in.numel(), accumulation_dtype(in.dtype()), in.device());
+  Tensor work = ctx.scratch(1, in.numel(), accumulation_dtype(in.dtype()), in.device());
   copy_buffer(work, in);
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;
-  Ring(pg, work, segments, -1, op, env).run(0, n - 2);
+  Ring(ctx, work, segments, -1, op, env).run(0, n - 2);
   Tensor mine = flat_slice(work, r * count, count);
   if (op == CombineOp::avg) divide_by(mine, n);
   copy_buffer(out, mine);
 }
 
-void ring_allgather(ProcessGroup& pg, const Tensor& out, const Tensor& in, const Envelope& env) {
-  const int n = pg.size(), r = pg.rank();
+void ring_allgather(CollectiveContext& ctx, const Tensor& out, const Tensor& in,
+                    const Envelope& env) {
+  const int n = ctx.size(), r = ctx.rank();
   const int64_t count = in.numel();
   Tensor mine = flat_slice(out, r * count, count);
   if (mine.data_ptr() != in.data_ptr()) copy_buffer(mine, in);  // `in` may be out's slice r
   std::vector<int64_t> segments(n + 1);
   for (int k = 0; k <= n; ++k) segments[k] = k * count;
-  Ring(pg, out, segments, -1, CombineOp::sum, env).run(n - 1, 2 * n - 3);
+  Ring(ctx, out, segments, -1, CombineOp::sum, env).run(n - 1, 2 * n - 3);
 }
 
 }  // namespace rg::dist

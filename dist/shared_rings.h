@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "dist/options.h"
 
 namespace rg::dist {
 

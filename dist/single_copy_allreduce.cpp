@@ -90,23 +90,23 @@ uint64_t probe_value(const void* address) {
 
 class SingleCopy {
  public:
-  SingleCopy(ProcessGroup& pg, const Tensor& work, CombineOp op, const Envelope& env)
-      : pg_(pg), op_(op), env_(env), n_(pg.size()), r_(pg.rank()), dtype_(work.dtype()) {
+  SingleCopy(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env)
+      : ctx_(ctx), op_(op), env_(env), n_(ctx.size()), r_(ctx.rank()), dtype_(work.dtype()) {
     base_ = static_cast<char*>(work.data_ptr());
     bytes_ = work.nbytes();
     segment_ = uneven_segments(work.numel(), n_);
     for (int64_t& offset : segment_) offset *= static_cast<int64_t>(itemsize(dtype_));
     // One scratch call: descriptions of the N ranks and this one's, N + 1 votes, and the
     // N + 1 rows of which peers each rank wrote its segment into.
-    words_ = pg.scratch(2, (n_ + 1) * (kWords + 1 + n_), DType::i64, kCPU);
-    bounce_ = static_cast<char*>(pg.scratch_bytes(3, kChunkBytes, kCPU).data_ptr());
+    words_ = ctx.scratch(2, (n_ + 1) * (kWords + 1 + n_), DType::i64, kCPU);
+    bounce_ = static_cast<char*>(ctx.scratch_bytes(3, kChunkBytes, kCPU).data_ptr());
   }
 
   bool run() {
     describe_buffers();
-    if (pg_.peer_reads() == PeerReads::untested) agree();
-    if (pg_.peer_reads() != PeerReads::agreed) return false;
-    const size_t read_from = pg_.options().single_copy_read_bytes;
+    if (ctx_.peer_reads() == PeerReads::untested) agree();
+    if (ctx_.peer_reads() != PeerReads::agreed) return false;
+    const size_t read_from = ctx_.options().single_copy_read_bytes;
     if ((read_from == 0 || bytes_ < read_from) && !all_loadable()) return false;  // the ring
     find_loadable_peers();
     reduce_own_segment();
@@ -133,7 +133,7 @@ class SingleCopy {
     mine[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base_));
     mine[kBytes] = static_cast<int64_t>(bytes_);
     // A rank that refuses peer reads describes no probe word (address 0): nobody reads it.
-    const bool allow = pg_.options().allow_peer_reads;
+    const bool allow = ctx_.options().allow_peer_reads;
     mine[kProbeAddress] =
         allow ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(&mine[kProbeValue])) : 0;
     mine[kProbeValue] = static_cast<int64_t>(probe_value(&mine[kProbeValue]));
@@ -141,8 +141,9 @@ class SingleCopy {
     mine[kArenaFd] = at.fd;
     mine[kArenaInode] = static_cast<int64_t>(at.inode);
     mine[kArenaOffset] = at.offset;
-    pg_.exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
-                          flat_slice(words_, 0, n_ * kWords), stage_envelope(kDescribe, kWords));
+    ctx_.transport().exchange_with_all(flat_slice(words_, n_ * kWords, kWords),
+                                       flat_slice(words_, 0, n_ * kWords),
+                                       stage_envelope(kDescribe, kWords));
     for (int q = 0; q < n_; ++q)
       if (q != r_)
         RG_CHECK(word(q)[kBytes] == static_cast<int64_t>(bytes_) && word(q)[kPid] > 0,
@@ -152,7 +153,7 @@ class SingleCopy {
 
   // Every rank reads every peer's probe word and votes; all must vote yes.
   void agree() {
-    bool yes = pg_.options().allow_peer_reads;
+    bool yes = ctx_.options().allow_peer_reads;
     for (int q = 0; q < n_ && yes; ++q) {
       if (q == r_ || word(q)[kPid] == getpid()) continue;  // a thread of this process
       int64_t seen = 0;
@@ -161,10 +162,11 @@ class SingleCopy {
             seen == word(q)[kProbeValue];
     }
     *vote(n_) = yes;
-    pg_.exchange_with_all(flat_slice(words_, (n_ + 1) * kWords + n_, 1),
-                          flat_slice(words_, (n_ + 1) * kWords, n_), stage_envelope(kVote, 1));
+    ctx_.transport().exchange_with_all(flat_slice(words_, (n_ + 1) * kWords + n_, 1),
+                                       flat_slice(words_, (n_ + 1) * kWords, n_),
+                                       stage_envelope(kVote, 1));
     for (int q = 0; q < n_; ++q) yes = yes && (q == r_ || *vote(q) == 1);
-    pg_.set_peer_reads(yes ? PeerReads::agreed : PeerReads::refused);
+    ctx_.set_peer_reads(yes ? PeerReads::agreed : PeerReads::refused);
   }
 
   // Whether every rank's buffer lies in a shareable arena, or all ranks are threads of one
@@ -192,16 +194,16 @@ class SingleCopy {
       else if (w[kArenaOffset] >= 0)
         loadable_[q] = map_peer_arena(w[kPid], w[kArenaFd], static_cast<uint64_t>(w[kArenaInode]),
                                       w[kArenaOffset], bytes_);
-      if (loadable_[q] != nullptr) pg_.count_peer_loads();
+      if (loadable_[q] != nullptr) ctx_.count_peer_loads();
     }
   }
 
   // The "reduced" round: each rank tells which peers it wrote its segment into.
   void share_pushes() {
     for (int q = 0; q < n_; ++q) pushed(n_)[q] = loadable_[q] != nullptr;
-    pg_.exchange_with_all(flat_slice(words_, words_before(pushed(n_)), n_),
-                          flat_slice(words_, words_before(pushed(0)), n_ * n_),
-                          stage_envelope(kReduced, n_));
+    ctx_.transport().exchange_with_all(flat_slice(words_, words_before(pushed(n_)), n_),
+                                       flat_slice(words_, words_before(pushed(0)), n_ * n_),
+                                       stage_envelope(kReduced, n_));
     for (int q = 0; q < n_; ++q) pushed(r_)[q] = pushed(n_)[q];
   }
 
@@ -217,7 +219,7 @@ class SingleCopy {
   // A message round without payload: returns once every peer has sent its `stage` message.
   void round(Stage stage) {
     Tensor none = flat_slice(words_, 0, 0);
-    pg_.exchange_with_all(none, none, stage_envelope(stage, 0));
+    ctx_.transport().exchange_with_all(none, none, stage_envelope(stage, 0));
   }
 
   // Segment r, chunk by chunk: own input (op) input 0 (op) input 1 ... (peers in rank order).
@@ -270,7 +272,7 @@ class SingleCopy {
 
   std::string describe_env() const { return str("rank ", r_, ": ", describe(env_)); }
 
-  ProcessGroup& pg_;
+  CollectiveContext& ctx_;
   CombineOp op_;
   Envelope env_;
   int n_, r_;
@@ -285,17 +287,18 @@ class SingleCopy {
 
 }  // namespace
 
-bool single_copy_eligible(const ProcessGroup& pg, const Tensor& buf) {
-  const size_t threshold = pg.options().single_copy_bytes;
-  return pg.size() > 1 && threshold > 0 && buf.nbytes() >= threshold && pg.peers_share_host() &&
-         pg.peer_reads() != PeerReads::refused && buf.device().is_host_memory() &&
+bool single_copy_eligible(const CollectiveContext& ctx, const Tensor& buf) {
+  const size_t threshold = ctx.options().single_copy_bytes;
+  return ctx.size() > 1 && threshold > 0 && buf.nbytes() >= threshold &&
+         ctx.capabilities().shared_memory && ctx.peer_reads() != PeerReads::refused &&
+         buf.device().is_host_memory() &&
          (combines_bytes(buf.dtype()) || buf.dtype() == DType::bf16);  // bf16: reduced in f32
 }
 
-bool single_copy_allreduce(ProcessGroup& pg, const Tensor& work, CombineOp op,
+bool single_copy_allreduce(CollectiveContext& ctx, const Tensor& work, CombineOp op,
                            const Envelope& env) {
-  if (!SingleCopy(pg, work, op, env).run()) return false;
-  pg.count_single_copy();
+  if (!SingleCopy(ctx, work, op, env).run()) return false;
+  ctx.count_single_copy();
   return true;
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "dist/process_group.h"
+#include "dist/options.h"
 
 namespace rg::dist::net {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "dist/options.h"
 
 namespace rg::dist {
 

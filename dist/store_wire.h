@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dist/process_group.h"
+#include "dist/work.h"
 
 namespace rg::dist::store_wire {
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "dist/work.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::dist {

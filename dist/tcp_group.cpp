@@ -1,4 +1,4 @@
-// Set-up of the tcp backend (see tcp_group.h); the messages themselves are message_group's.
+// Set-up of the tcp backend (see tcp_group.h); the messages themselves are the message transport's.
 // Four phases, each in its own file:
 //   1. rendezvous: publish this rank's address in the store, read everybody's, and catch an
 //      inconsistent launch (duplicate rank, world sizes that differ)    tcp_rendezvous.cpp
@@ -18,7 +18,7 @@
 
 #include "core/shareable_host_memory.h"
 #include "dist/byte_stream.h"
-#include "dist/message_group.h"
+#include "dist/message_transport.h"
 #include "dist/shared_rings.h"
 #include "dist/socket.h"
 #include "dist/tcp_connect.h"

@@ -1,13 +1,13 @@
 // Threads backend: for each ordered pair of ranks a data ring (messages) and a small control
 // ring (failure reports), all in this process's heap; each rank's doorbell wakes it when a
-// peer moved bytes. The message engine (message_group.cpp) does the rest.
+// peer moved bytes. The message transport (message_transport.cpp) does the rest.
 #include "dist/threads_group.h"
 
 #include <mutex>
 #include <new>
 #include <thread>
 
-#include "dist/message_group.h"
+#include "dist/message_transport.h"
 
 namespace rg::dist {
 namespace {

@@ -79,7 +79,16 @@ void Reducer::prepare_for_forward() {
 
 namespace {
 // No tensor but this copy and the parameter's references the gradient, and no other tensor
-// its memory: replacing or changing it in place is unobservable.
+// its memory: replacing or changing it in place is unobservable. Why use counts are a sound
+// test, and the only place that relies on them:
+// - every other holder adds one: a user's variable, a hook's capture, a view or a saved
+//   tensor holds the TensorImpl (use count > 2) or the Storage (> 1);
+// - so the test can only err towards "held elsewhere", and the fallback for that (copy the
+//   average into the gradient) is always correct; it never lends a gradient someone sees;
+// - no new holder can appear between the test and the lending: the hooks and the end of
+//   backward run on the thread that runs backward, and reading a .grad from another thread
+//   during backward is a data race in PyTorch as here.
+// tests/ddp/test_reducer.cpp checks both sides ("... held only by its parameter ...").
 bool held_only_by_its_parameter(const Tensor& grad) {
   return grad.defined() && grad.impl_ptr().use_count() == 2 && grad.storage().use_count() == 1;
 }

@@ -14,7 +14,7 @@
 #include "dist/buffer_math.h"
 #include "dist/byte_stream.h"
 #include "dist/combine_bytes.h"
-#include "dist/message_group.h"
+#include "dist/message_transport.h"
 #include "dist/threads_group.h"
 #include "tests/dist/dist_test_util.h"
 

@@ -207,7 +207,7 @@ TEST_CASE("a rank that never reaches a lean barrier is named by the one waiting 
   CHECK(error.find("rank 1") != std::string::npos);
 }
 
-// Lean works are reused once no one holds them (ProcessGroup::recycled_lean): one still held
+// Lean works are reused once no one holds them (CollectiveScheduler::recycled_lean): one still held
 // is never reused under its holder, and a reused one reports its own collective.
 TEST_CASE("a lean work still held is not reused; released ones are, with their own results") {
   CHECK_NOTHROW(run_threads(2, [](ProcessGroup& pg) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dist/byte_stream.h"
-#include "dist/message_group.h"
+#include "dist/message_transport.h"
 #include "dist/shared_rings.h"
 #include "tests/dist/dist_test_util.h"
 

@@ -1,5 +1,6 @@
-// The process group of the host backends (threads and tcp): point-to-point messages over byte
-// streams, one pair of streams per peer. See message_group.cpp for the protocol.
+// The transport of the host backends (threads and tcp): point-to-point messages over byte
+// streams, one pair of streams per peer, moved by the message pump (dist/message_pump.h, where
+// the protocol is described).
 #pragma once
 #include <memory>
 #include <vector>
@@ -16,9 +17,9 @@ struct PeerLink {
   std::unique_ptr<ByteStream> control;
 };
 
-// links[rank] is left empty. `doorbell` (may be null) is rung by peers when bytes move to or
-// from this rank; without it an idle rank polls its sockets. `keepalive` lives as long as
-// the group (the store, the doorbell's memory...).
+// A process group over that transport. links[rank] is left empty. `doorbell` (may be null) is rung
+// by peers when bytes move to or from this rank; without it an idle rank polls its sockets.
+// `keepalive` lives as long as the group (the store, the doorbell's memory...).
 std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
                                                  Options options, std::vector<PeerLink> links,
                                                  Doorbell* doorbell,

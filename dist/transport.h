@@ -1,0 +1,102 @@
+// Transport: how one rank's messages reach its peers. It is the only part of dist/ a backend
+// writes (dist/message_transport.cpp for threads and tcp, dist/nccl_group.cpp for nccl); the
+// collectives are algorithms over it (ring_allreduce, direct_exchange, broadcast,
+// single_copy_allreduce), run one at a time by the CollectiveScheduler, behind the
+// ProcessGroup users call. docs/adding-a-transport.md walks through writing one.
+//
+// Contract: send_message/recv_message post a message and return at once; messages between one
+// pair of ranks with equal tags arrive in the order posted. `env` travels with each message
+// and must equal the receiver's, else both fail naming the mismatch. Only the thread that
+// runs the collectives (or a user's send/recv) calls these, one collective at a time.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "dist/dist_error.h"
+#include "dist/work.h"
+
+namespace rg::dist {
+
+// What a transport can do beyond plain messages; the algorithms and the scheduler ask these
+// instead of which backend they run on. Fixed once the transport is made, equal on every rank
+// of a group.
+struct TransportCapabilities {
+  // Every peer runs on this host, and the single-copy all-reduce may reach its memory
+  // (dist/single_copy_allreduce.cpp).
+  bool shared_memory = false;
+  // send_exchange/receive_exchange work: the lean path of small collectives sends when issued
+  // and receives when waited for (dist/lean_collective.cpp).
+  bool eager_exchange = false;
+  // recv_combine_message folds host-memory payloads whose dtype combines_bytes() handles
+  // into the destination as they arrive (the ring all-reduce then needs no scratch copy).
+  bool combines_on_receive = false;
+  // Messages are handed to device streams: wait_message only orders the consumer's stream,
+  // and finish_collective waits, on the host, for the collective's messages (nccl).
+  bool device_streams = false;
+};
+
+class Transport {
+ public:
+  Transport(int rank, int size, Milliseconds timeout);
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Milliseconds timeout() const { return timeout_; }
+
+  virtual const char* name() const = 0;  // the backend: "threads", "tcp", "nccl"
+  virtual TransportCapabilities capabilities() const = 0;
+  // Whether tensors on `device` can be sent; where the group's own small buffers live.
+  virtual bool supports_device(Device device) const = 0;
+  virtual Device default_device() const { return kCPU; }
+  // How this rank reaches `peer` (0 <= peer < size): "self", "memory" (threads of one
+  // process), "shm" (shared-memory rings: same host), "tcp" (sockets), "nccl".
+  virtual std::string link(int peer) const;
+
+  // ---- messages
+  virtual std::shared_ptr<Work> send_message(const Tensor& tensor, int dst,
+                                             const Envelope& env) = 0;
+  virtual std::shared_ptr<Work> recv_message(const Tensor& tensor, int src,
+                                             const Envelope& env) = 0;
+  // A receive that folds the payload into `into` (into = into (op) payload) as it arrives;
+  // only where capabilities().combines_on_receive and combines_bytes(into.dtype()).
+  virtual std::shared_ptr<Work> recv_combine_message(const Tensor& into, int src,
+                                                     const Envelope& env, CombineOp op);
+  // Waits for a message op of a collective; past timeout() it throws a DistError naming the
+  // peer that did not answer. Device transports order the consuming stream instead.
+  virtual void wait_message(Work& work, int peer, const Envelope& env);
+  // Messages posted between begin_batch and end_batch may be started together (NCCL groups).
+  virtual void begin_batch() {}
+  virtual void end_batch() {}
+
+  // ---- the direct exchange of small collectives: sends `mine` to every peer and receives
+  // peer q's into slice q of `inputs` (elements [q * mine.numel(), (q + 1) * mine.numel())),
+  // then returns. The default posts a send and a receive per peer, in one batch, and waits;
+  // the host transports move the frames straight through their shared-memory rings.
+  virtual void exchange_with_all(const Tensor& mine, const Tensor& inputs, const Envelope& env);
+  // The same exchange in two halves (capabilities().eager_exchange): sends `mine` to every peer, as
+  // whole frames where it can (true: every frame went out; false: some wait for a progress
+  // loop to push them). receive_exchange's `inputs` holds N messages of `message_bytes` (a
+  // byte buffer will do): peer q's lands at byte q * message_bytes.
+  virtual bool send_exchange(const Tensor& mine, const Envelope& env);
+  virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);
+
+  // ---- the end of a collective and of the transport
+  // Called after a collective ran, before its Work completes (device_streams: waits for its
+  // messages, with the timeout, and throws a DistError naming a late peer).
+  virtual void finish_collective() {}
+  // Fails every pending and later message with `message` and tells the peers (they fail
+  // naming this rank) instead of leaving them to their timeout.
+  virtual void abort(const Failure& failure, const std::string& message) = 0;
+  // The group is going away (`failed`: after a failure): release links and devices.
+  virtual void close(bool failed) { (void)failed; }
+
+ private:
+  int rank_;
+  int size_;
+  Milliseconds timeout_;
+};
+
+}  // namespace rg::dist

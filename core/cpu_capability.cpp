@@ -66,6 +66,12 @@ std::vector<CpuCapability> supported_cpu_capabilities() {
   return out;
 }
 
+bool cpu_capability_listed(const char* name, const std::vector<CpuCapability>& list) {
+  for (CpuCapability c : list)
+    if (name && std::strcmp(name, cpu_capability_name(c)) == 0) return true;
+  return false;
+}
+
 CpuCapability choose_cpu_capability(const char* requested,
                                     const std::vector<CpuCapability>& supported) {
   if (!requested || !*requested) return supported.back();

@@ -27,6 +27,9 @@ std::vector<CpuCapability> built_cpu_capabilities();
 // Those of the build that this CPU (and its operating system) can run, lowest first.
 std::vector<CpuCapability> supported_cpu_capabilities();
 
+// Whether `name` ("avx2", say) is the name of a capability in `list`.
+bool cpu_capability_listed(const char* name, const std::vector<CpuCapability>& list);
+
 // The one the CPU kernels run with (decided at the first call, then fixed).
 CpuCapability cpu_capability();
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 
@@ -21,24 +22,6 @@ struct AbortHead {
   uint32_t operation_bytes;
 };
 constexpr uint32_t kAbortMagic = 0x52474631;  // "RGF1"
-
-// A JSON string literal (the record is small and flat: no JSON library needed in dist/).
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 int env_rank() {
   const char* rank = std::getenv("RANK");
@@ -101,14 +84,17 @@ void record_failure(const std::exception& error) {
   if (!path || !*path) return;
   Failure f;
   if (auto* d = dynamic_cast<const DistError*>(&error)) f = d->failure();
-  const std::string record =
-      "{\"kind\": " + json_string(failure_kind_name(f.kind)) +
-      ", \"blamed_rank\": " + std::to_string(f.blamed_rank) +
-      ", \"operation\": " + json_string(f.operation) + ", \"seq\": " + std::to_string(f.seq) +
-      ", \"message\": " + json_string(error.what()) + ", \"rank\": " + std::to_string(env_rank()) +
-      ", \"time\": " + std::to_string(std::time(nullptr)) + "}\n";
   try {
-    write_file_atomically(path, record);
+    const nlohmann::ordered_json record = {{"kind", failure_kind_name(f.kind)},
+                                           {"blamed_rank", f.blamed_rank},
+                                           {"operation", f.operation},
+                                           {"seq", f.seq},
+                                           {"message", error.what()},
+                                           {"rank", env_rank()},
+                                           {"time", static_cast<int64_t>(std::time(nullptr))}};
+    // Invalid UTF-8 in a message (bytes from a peer) is replaced, never a throw.
+    write_file_atomically(
+        path, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rg::dist::record_failure: %s\n", e.what());
   }

@@ -3,15 +3,13 @@
 // runs once per CPU capability call it first.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "core/cpu_capability.h"
 
 int main() {
   const char* wanted = std::getenv("RG_CPU_CAPABILITY");
   if (!wanted || !*wanted) return 0;
-  for (rg::CpuCapability c : rg::supported_cpu_capabilities())
-    if (std::strcmp(wanted, rg::cpu_capability_name(c)) == 0) return 0;
+  if (rg::cpu_capability_listed(wanted, rg::supported_cpu_capabilities())) return 0;
   std::printf("skipped: RG_CPU_CAPABILITY=%s, which this CPU does not support\n", wanted);
   return 77;
 }

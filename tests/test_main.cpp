@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "core/cpu_capability.h"
 
@@ -17,12 +16,9 @@ namespace {
 __attribute__((constructor(101))) void skip_unsupported_cpu_capability() {
   const char* wanted = std::getenv("RG_CPU_CAPABILITY");
   if (!wanted || !*wanted) return;
-  for (rg::CpuCapability c : rg::supported_cpu_capabilities())
-    if (std::strcmp(wanted, rg::cpu_capability_name(c)) == 0) return;
-  bool built = false;  // a name the build does not know is the library's error to report
-  for (rg::CpuCapability c : rg::built_cpu_capabilities())
-    built = built || std::strcmp(wanted, rg::cpu_capability_name(c)) == 0;
-  if (!built) return;
+  if (rg::cpu_capability_listed(wanted, rg::supported_cpu_capabilities())) return;
+  // A name the build does not know is the library's error to report.
+  if (!rg::cpu_capability_listed(wanted, rg::built_cpu_capabilities())) return;
   std::fprintf(stderr, "skipped: RG_CPU_CAPABILITY=%s, which this CPU does not support\n", wanted);
   std::fflush(stderr);
   _exit(77);

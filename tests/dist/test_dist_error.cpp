@@ -82,6 +82,11 @@ TEST_CASE("record_failure writes the fields as JSON; other errors are local, bla
   CHECK(local["kind"] == "local");
   CHECK(local["blamed_rank"] == -1);
   CHECK(local["message"] == "disk full");
+  // A message with bytes that are not UTF-8 (a peer's malformed text) is still recorded.
+  const nlohmann::json odd = record_of(std::runtime_error("peer said \xff\xfe here"));
+  CHECK(odd["kind"] == "local");
+  CHECK(odd["message"].get<std::string>().find("peer said") == 0);
+  CHECK(odd["message"].get<std::string>().find("here") != std::string::npos);
 }
 
 TEST_CASE("RG_TEST_REWORD_ERRORS rewords every DistError message, once") {

@@ -163,6 +163,37 @@ TEST_CASE("mpi: p2p messages of one tag arrive in order, tags apart") {
   REQUIRE_NOTHROW(pg->barrier()->wait());
 }
 
+TEST_CASE("mpi: p2p on a user's thread while collectives run on the group") {
+  auto pg = mpi_group();
+  const int r = pg->rank(), n = pg->size(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  int64_t wrong_p2p = 0;
+  std::string side_error;
+  std::thread side([&] {
+    try {
+      for (int k = 0; k < 50; ++k) {
+        Tensor out = full({1000}, r * 100.0 + k), in = empty({1000}, DType::f32);
+        auto send = pg->send(out, next, 7);
+        pg->recv(in, prev, 7)->wait();
+        send->wait();
+        wrong_p2p += wrong_elements(in, [&](int64_t) { return prev * 100.0 + k; });
+      }
+    } catch (const std::exception& e) {
+      side_error = e.what();
+    }
+  });
+  int64_t wrong_sums = 0;
+  for (int k = 0; k < 50; ++k) {
+    Tensor t = empty({1000 + k}, DType::f32);
+    for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, input(r, i));
+    pg->allreduce(t)->wait();
+    wrong_sums += wrong_elements(t, [&](int64_t i) { return expected(CombineOp::sum, n, i); });
+  }
+  side.join();
+  CHECK(side_error == "");
+  CHECK(wrong_p2p == 0);
+  CHECK(wrong_sums == 0);
+}
+
 TEST_CASE("mpi: ranks in all-reduces of different counts fail with a mismatch") {
   auto pg = mpi_group(20'000);
   Tensor t = full({100 + pg->rank()}, 1.0);

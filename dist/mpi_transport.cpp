@@ -189,9 +189,10 @@ void MpiChannel::release(Orphan& o) {
   kept().push_back(std::make_shared<Orphan>(std::move(o)));
 }
 
-// After a failure the communicator is kept, never freed: messages to it may still be on their
-// way (sends to a rank that left, abort reports), and Open MPI gives a freed communicator's
-// context id to the next one, whose receives would then match them.
+// After a failure, or with messages left unfinished, the communicator is kept, never freed:
+// messages to it may still be on their way (sends to a rank that left, abort reports), and
+// Open MPI gives a freed communicator's context id to the next one, whose receives would then
+// match them.
 void MpiChannel::close(bool failed) {
   std::lock_guard lock(mu_);
   if (closed_) return;
@@ -204,6 +205,7 @@ void MpiChannel::close(bool failed) {
       MPI_Cancel(&control_);
       return MPI_Wait(&control_, MPI_STATUS_IGNORE);
     });
+  const bool clean = !failed && !failure_ && orphans_.empty();  // nothing may still arrive
   for (Orphan& o : orphans_) release(o);
   orphans_.clear();
   for (auto& [request, buffer] : abort_sends_) {
@@ -211,7 +213,7 @@ void MpiChannel::close(bool failed) {
     kept().push_back(std::shared_ptr<std::string>(std::move(buffer)));
   }
   abort_sends_.clear();
-  if (!failed && !failure_) mpi_call([&] { return MPI_Comm_free(&comm_); });
+  if (clean) mpi_call([&] { return MPI_Comm_free(&comm_); });
 }
 
 std::string mismatch_text(int peer, const Envelope& theirs, const Envelope& mine) {

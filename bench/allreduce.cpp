@@ -4,12 +4,13 @@
 // measured against a baseline in the same run: gather to rank 0, reduce there, send back
 // (host backends) or ncclAllReduce (nccl).
 //
-//   bench/allreduce [--backend threads|tcp|nccl|all] [--nproc N] [--min-bytes 4K]
+//   bench/allreduce [--backend threads|tcp|nccl|mpi|all] [--nproc N] [--min-bytes 4K]
 //                   [--max-bytes 64M] [--factor 4] [--dtype f32|f64|bf16]
 //                   [--baseline gather|mpi] [--rounds R]
 // tcp ranks are forked processes, each pinned to one CPU (rank r on the r-th allowed one, as
 // mpirun --bind-to core does), joined through a store hosted by this process; nccl needs
-// one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it).
+// one GPU per rank (run it under rgrun: RANK/WORLD_SIZE in the environment select it); mpi
+// runs under mpirun (mpirun -np N bench/allreduce --backend mpi: the ring over MPI messages).
 //
 // --baseline mpi (tcp, f32) measures Open MPI's MPI_Allreduce as the baseline, as
 // nccl-tests does for NCCL: the ringgrad side runs first, then
@@ -144,8 +145,9 @@ Config parse(int argc, char** argv) {
       "MPI_Allreduce (--baseline mpi), measured in the same run",
       "allreduce"};
   bench::show_defaults(app);
-  app.add_option("--backend", c.backend, "process group(s) to measure (nccl: under rgrun)")
-      ->check(CLI::IsMember({"threads", "tcp", "nccl", "all"}));
+  app.add_option("--backend", c.backend,
+                 "process group(s) to measure (nccl: under rgrun; mpi: under mpirun)")
+      ->check(CLI::IsMember({"threads", "tcp", "nccl", "mpi", "all"}));
   app.add_option("--nproc", c.nproc, "ranks (threads or forked processes)")
       ->check(CLI::Range(1, 256));
   app.add_option("--min-bytes", min_bytes, "smallest message size")->check(kByteSize);
@@ -448,6 +450,11 @@ int main(int argc, char** argv) {
   try {
     if (c.baseline == "mpi") {
       run_mpi_baseline(c);
+      return 0;
+    }
+    if (c.backend == "mpi") {  // launched by mpirun
+      auto pg = init_process_group("mpi");
+      for (int round = 0; round < c.rounds; ++round) run_rank(*pg, c, "mpi");
       return 0;
     }
     if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {  // launched by rgrun

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/device_interface.h"
+#include "dist/mpi_group.h"
 #include "dist/nccl_group.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
@@ -131,11 +132,13 @@ LaunchInfo launch_info_from_env(const EnvLookup& lookup) {
 }
 
 std::shared_ptr<ProcessGroup> init_process_group(const std::string& backend, Options options) {
+  // mpi: the rank and size are MPI's (MPI_COMM_WORLD), not the environment's; no store.
+  if (backend == "mpi") return make_mpi_group(options);
   LaunchInfo info = launch_info_from_env();
   std::string chosen = backend;
   if (chosen == "auto") chosen = nccl_available() ? "nccl" : "tcp";
   RG_CHECK(chosen == "tcp" || chosen == "nccl", "init_process_group: unknown backend '", backend,
-           "' (expected tcp, nccl or auto)");
+           "' (expected tcp, nccl, mpi or auto)");
   auto store = std::make_shared<TcpStore>(info.master_addr, info.master_port, info.rank == 0,
                                           options.timeout, options.job_token);
   if (chosen == "nccl")

@@ -14,6 +14,9 @@ def test_tensor_from_nested_lists_keeps_values_and_uses_pytorch_default_dtypes()
     assert rg.tensor([1, 2, 3]).dtype == rg.int64
     assert rg.tensor([True, False]).dtype == rg.bool
     assert rg.tensor([1, 2], dtype=rg.float64).numpy().tolist() == [1.0, 2.0]
+    scalar = rg.tensor(3.5)
+    assert scalar.shape == () and scalar.item() == 3.5
+    assert rg.tensor([]).shape == (0,)
 
 
 def test_tensor_copies_and_from_numpy_shares_memory():

@@ -19,14 +19,14 @@ def _shareable(array):
     strides_ok = all(s >= 0 and s % array.itemsize == 0 for s in array.strides)
     if strides_ok and array.flags.writeable and array.dtype.isnative:
         return array
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+    return np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
 
 
 def from_numpy(array):
     """A tensor sharing array's memory (a copy only when its layout cannot be viewed)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    if array.dtype not in _NUMPY_DTYPES:
+    if array.dtype.newbyteorder("=") not in _NUMPY_DTYPES:
         raise TypeError(f"from_numpy: unsupported dtype {array.dtype}: use float32, float64, "
                         "int32, int64 or bool")
     return _C.from_numpy(_shareable(array))

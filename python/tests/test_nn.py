@@ -95,6 +95,20 @@ def test_adamw_step_matches_the_formula_with_pytorch_defaults():
     assert not np.allclose(want, p0)
 
 
+def test_sgd_with_momentum_nesterov_and_weight_decay_matches_the_formula():
+    p0, g = np.array([1.0, -2.0]), np.array([0.5, -0.25])
+    p = nn.Parameter(rg.tensor(p0))
+    optimizer = rg.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)
+    want, buf = p0.copy(), None
+    for _ in range(3):
+        p.grad = rg.tensor(g)
+        optimizer.step()
+        d = g + 0.01 * want
+        buf = d if buf is None else 0.9 * buf + d
+        want -= 0.1 * (d + 0.9 * buf)
+    np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-15)
+
+
 def test_zero_grad_clears_every_parameter():
     model = MLP()
     F.cross_entropy(model(rg.ones(2, 4, dtype=rg.float64)), rg.tensor([0, 2])).backward()

@@ -41,6 +41,16 @@ def test_from_numpy_keeps_strides_of_a_transposed_array_and_copies_a_reversed_on
     np.testing.assert_array_equal(r.numpy(), a[::-1])
 
 
+def test_from_numpy_copies_a_read_only_array():
+    a = np.arange(4.0)
+    a.flags.writeable = False
+    t = rg.from_numpy(a)
+    t.numpy()[0] = 9.0  # writes to the copy, never to the read-only array
+    assert a[0] == 0.0 and t.numpy().tolist() == [9.0, 1.0, 2.0, 3.0]
+    big_endian = np.arange(3, dtype=">f8")
+    assert rg.from_numpy(big_endian).numpy().tolist() == [0.0, 1.0, 2.0]
+
+
 def test_numpy_round_trip_of_every_numpy_dtype():
     for dtype in (np.float32, np.float64, np.int32, np.int64, np.bool_):
         a = (np.arange(5) % 3).astype(dtype)

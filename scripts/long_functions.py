@@ -100,7 +100,9 @@ def main():
     unexplained = 0
     for folder, subfolders, files in os.walk(args.root):
         rel = os.path.relpath(folder, args.root)
-        if rel.split(os.sep)[0] in skip or rel.startswith("build"):
+        top = rel.split(os.sep)[0]
+        # Hidden folders (.git, a ./.venv holding nanobind's headers) are not ours.
+        if top in skip or top.startswith("build") or (top.startswith(".") and top != "."):
             subfolders[:] = []
             continue
         for name in sorted(files):

@@ -1,0 +1,24 @@
+"""ringgrad: tensors, reverse-mode autograd and training, from Python.
+
+A thin layer over the C++ engine (the extension ringgrad._C, python/src/): tensors and
+ops are C++; this package gives them PyTorch's names and signatures.
+"""
+from ringgrad import _C
+from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_enabled
+from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
+                         softmax, log_softmax, where, clamp, maximum, minimum)
+from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
+
+float32 = dtype.float32
+float64 = dtype.float64
+bfloat16 = dtype.bfloat16
+int32 = dtype.int32
+int64 = dtype.int64
+bool = dtype.bool  # noqa: A001 (torch.bool, as PyTorch names it)
+dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
+
+from ringgrad import nn, optim  # noqa: E402 (they import the names above)
+
+__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "zeros", "ones", "full", "rand", "randn",
+           "arange", "no_grad", "manual_seed", "is_grad_enabled", "set_grad_enabled", "matmul",
+           "float32", "float64", "bfloat16", "int32", "int64", "bool", "nn", "optim"]

@@ -1,0 +1,108 @@
+"""Making tensors with PyTorch's signatures: tensor(), the factories, and no_grad.
+
+tensor(data) copies; from_numpy(array) (ringgrad._C) shares the array's memory. As in
+PyTorch, Python floats default to float32 and Python ints to int64, while a NumPy array
+keeps its dtype.
+"""
+import functools
+
+import numpy as np
+
+from ringgrad import _C
+
+_NUMPY_DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
+                 np.dtype(np.int64), np.dtype(np.bool_)}
+
+
+def _shareable(array):
+    """array itself when from_numpy can view it, else a C-contiguous native copy."""
+    strides_ok = all(s >= 0 and s % array.itemsize == 0 for s in array.strides)
+    if strides_ok and array.flags.writeable and array.dtype.isnative:
+        return array
+    return np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
+
+
+def from_numpy(array):
+    """A tensor sharing array's memory (a copy only when its layout cannot be viewed)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype.newbyteorder("=") not in _NUMPY_DTYPES:
+        raise TypeError(f"from_numpy: unsupported dtype {array.dtype}: use float32, float64, "
+                        "int32, int64 or bool")
+    return _C.from_numpy(_shareable(array))
+
+
+def _as_array(data):
+    """A NumPy array of data, with PyTorch's default dtypes for Python values."""
+    if isinstance(data, np.ndarray):
+        return data
+    array = np.array(data)
+    if array.dtype == np.float64:
+        array = array.astype(np.float32)
+    elif array.dtype.kind in "iu":
+        array = array.astype(np.int64)
+    return array
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    """A new tensor holding a copy of data (nested lists, numbers, NumPy arrays, tensors)."""
+    if isinstance(data, _C.Tensor):
+        out = data.detach().clone()
+    else:
+        out = from_numpy(_as_array(data)).clone()
+    if dtype is not None and dtype != out.dtype:
+        out = out.to(dtype)
+    return out.requires_grad_(requires_grad)
+
+
+def _shape(size):
+    """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean the shape [2, 3]."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        return list(size[0])
+    return list(size)
+
+
+def _factory(make):
+    @functools.wraps(make)
+    def factory(*size, dtype=_C.dtype.float32, requires_grad=False):
+        return make(_shape(size), dtype).requires_grad_(requires_grad)
+    return factory
+
+
+zeros = _factory(_C.zeros)
+ones = _factory(_C.ones)
+rand = _factory(_C.rand)
+randn = _factory(_C.randn)
+
+
+def full(size, fill_value, dtype=_C.dtype.float32, requires_grad=False):
+    return _C.full(list(size), fill_value, dtype).requires_grad_(requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    """torch.arange: int64 when start, end and step are all ints, else float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        whole = all(isinstance(v, int) for v in (start, end, step))
+        dtype = _C.dtype.int64 if whole else _C.dtype.float32
+    return _C.arange(start, end, step, dtype).requires_grad_(requires_grad)
+
+
+class no_grad:
+    """Context manager (and decorator) that turns gradient recording off in this thread."""
+
+    def __enter__(self):
+        self._previous = _C.is_grad_enabled()
+        _C.set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        return wrapped

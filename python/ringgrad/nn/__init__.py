@@ -1,0 +1,6 @@
+"""ringgrad.nn: Module, Parameter and layers in Python over the C++ ops (torch.nn's names)."""
+from ringgrad.nn import functional
+from ringgrad.nn.module import Module, Parameter
+from ringgrad.nn.layers import GELU, Linear, ReLU, Sequential
+
+__all__ = ["Module", "Parameter", "Linear", "GELU", "ReLU", "Sequential", "functional"]

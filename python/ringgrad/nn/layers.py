@@ -1,0 +1,64 @@
+"""Layers with torch.nn's names, arguments and initialization: Linear, GELU, ReLU, Sequential."""
+import math
+
+from ringgrad import _C
+from ringgrad.nn import functional as F
+from ringgrad.nn.module import Module, Parameter
+
+
+def _uniform(shape, bound, dtype):
+    """U(-bound, bound), as torch.nn.init.uniform_ (drawn from ringgrad's generator)."""
+    return _C.rand(list(shape), dtype) * (2 * bound) - bound
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; weight [out, in] and bias [out] drawn from U(-k, k), k = 1/sqrt(in)
+    (torch.nn.Linear's default initialization)."""
+
+    def __init__(self, in_features, out_features, bias=True, dtype=_C.dtype.float32):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
+        self.weight = Parameter(_uniform((out_features, in_features), bound, dtype))
+        self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class GELU(Module):
+    """gelu(x); approximate='none' is exact (x * Phi(x)), 'tanh' the GPT-2 approximation."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate='{self.approximate}'"
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Sequential(Module):
+    """Calls its modules in order; they are registered as submodules "0", "1", ..."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, module in enumerate(modules):
+            setattr(self, str(i), module)
+
+    def forward(self, x):
+        for module in self.children():
+            x = module(x)
+        return x

@@ -1,0 +1,90 @@
+"""Module and Parameter, as torch.nn has them.
+
+A Parameter is a Tensor (the same C++ handle) that requires grad and that a Module
+registers when it is assigned as an attribute; a Module assigned as an attribute becomes
+a submodule. parameters() walks both in assignment order, so optimizers and tests see
+the same order every time.
+"""
+from ringgrad import _C
+
+
+class Parameter(_C.Tensor):
+    """A tensor that is a module's weight: a leaf sharing data's memory, requiring grad."""
+
+    def __init__(self, data, requires_grad=True):
+        super().__init__(data)
+        self.requires_grad_(requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of layers and models: registers parameters and submodules on assignment."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("Module.__init__() must run before attributes are assigned")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        object.__delattr__(self, name)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_parameters(self, prefix=""):
+        """(dotted name, parameter) pairs, this module's first, then each submodule's."""
+        for name, p in self._parameters.items():
+            yield prefix + name, p
+        for name, module in self._modules.items():
+            yield from module.named_parameters(prefix + name + ".")
+
+    def parameters(self):
+        for _, p in self.named_parameters():
+            yield p
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad = _C.zeros(list(p.shape), p.dtype)
+
+    def train(self, mode=True):
+        object.__setattr__(self, "training", mode)
+        for module in self._modules.values():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def __repr__(self):
+        lines = [f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        inner = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({inner})"
+        return f"{type(self).__name__}(\n" + "\n".join(lines) + "\n)"
+
+    def extra_repr(self):
+        return ""

@@ -1,0 +1,77 @@
+"""Autograd from Python: backward against finite differences, .grad, requires_grad_,
+detach and no_grad."""
+import numpy as np
+import pytest
+
+import ringgrad as rg
+
+
+def finite_difference(f, x, eps=1e-6):
+    """d f(x).sum() / dx by central differences, f a NumPy function of an f64 array."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (f(up).sum() - f(down).sum()) / (2 * eps)
+    return grad
+
+
+def test_gradient_of_tanh_matmul_broadcast_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal(2)
+    tx, tw = rg.tensor(x, requires_grad=True), rg.tensor(w, requires_grad=True)
+    loss = (rg.tanh(tx @ tw + rg.tensor(b)) * tx.sum(dim=1, keepdim=True)).sum()
+    loss.backward()
+
+    def f_x(v):
+        return np.tanh(v @ w + b) * v.sum(axis=1, keepdims=True)
+
+    def f_w(v):
+        return np.tanh(x @ v + b) * x.sum(axis=1, keepdims=True)
+
+    np.testing.assert_allclose(tx.grad.numpy(), finite_difference(f_x, x), atol=1e-8)
+    np.testing.assert_allclose(tw.grad.numpy(), finite_difference(f_w, w), atol=1e-8)
+
+
+def test_gradients_accumulate_until_cleared():
+    x = rg.tensor([1.0, 2.0], requires_grad=True)
+    assert x.grad is None and x.is_leaf
+    (x * x).sum().backward()
+    (x * 3.0).sum().backward()
+    assert x.grad.numpy().tolist() == [5.0, 7.0]
+    x.grad = None
+    assert x.grad is None
+
+
+def test_requires_grad_returns_self_and_detach_cuts_the_graph():
+    x = rg.ones(2)
+    assert x.requires_grad_() is x and x.requires_grad
+    d = (x * 2.0).detach()
+    assert not d.requires_grad and d.is_leaf
+    y = (x * 2.0)
+    assert y.requires_grad and not y.is_leaf
+
+
+def test_no_grad_records_no_graph_and_restores_the_mode():
+    x = rg.ones(3, requires_grad=True)
+    with rg.no_grad():
+        assert not rg.is_grad_enabled()
+        y = x * 2.0
+    assert rg.is_grad_enabled()
+    assert not y.requires_grad
+    with pytest.raises(RuntimeError, match="backward"):
+        y.sum().backward()
+
+    @rg.no_grad()
+    def doubled(t):
+        return t * 2.0
+
+    assert not doubled(x).requires_grad and rg.is_grad_enabled()
+
+
+def test_no_grad_restores_the_mode_after_an_exception():
+    with pytest.raises(KeyError):
+        with rg.no_grad():
+            raise KeyError("inside")
+    assert rg.is_grad_enabled()

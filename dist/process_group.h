@@ -61,7 +61,7 @@ class ProcessGroup {
   bool supports_device(Device device) const { return transport_->supports_device(device); }
   Device default_device() const { return transport_->default_device(); }
   // How this rank reaches `peer`: "self", "memory" (threads of one process), "shm" (shared-
-  // memory rings: same host), "tcp" (sockets: another host or node), "nccl".
+  // memory rings: same host), "tcp" (sockets: another host), "nccl", "mpi".
   std::string peer_link(int peer) const;
   // "0 self, 1 shm, 2 tcp, ...": every peer's link, for logs and benches.
   std::string describe_links() const;

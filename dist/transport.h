@@ -46,13 +46,13 @@ class Transport {
   int size() const { return size_; }
   Milliseconds timeout() const { return timeout_; }
 
-  virtual const char* name() const = 0;  // the backend: "threads", "tcp", "nccl"
+  virtual const char* name() const = 0;  // the backend: "threads", "tcp", "nccl", "mpi"
   virtual TransportCapabilities capabilities() const = 0;
   // Whether tensors on `device` can be sent; where the group's own small buffers live.
   virtual bool supports_device(Device device) const = 0;
   virtual Device default_device() const { return kCPU; }
   // How this rank reaches `peer` (0 <= peer < size): "self", "memory" (threads of one
-  // process), "shm" (shared-memory rings: same host), "tcp" (sockets), "nccl".
+  // process), "shm" (shared-memory rings: same host), "tcp" (sockets), "nccl", "mpi".
   virtual std::string link(int peer) const;
 
   // ---- messages

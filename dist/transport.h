@@ -9,8 +9,10 @@
 // and must equal the receiver's, else both fail naming the mismatch. Only the thread that
 // runs the collectives (or a user's send/recv) calls these, one collective at a time.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dist/dist_error.h"
 #include "dist/work.h"
@@ -35,6 +37,12 @@ struct TransportCapabilities {
   bool device_streams = false;
 };
 
+// Payload bytes one rank has sent, by the tier of link they crossed (headers not counted).
+struct LinkTierBytes {
+  uint64_t within_host = 0;  // shared-memory rings, or memory of one process (threads)
+  uint64_t network = 0;      // sockets, MPI or NCCL to another host
+};
+
 class Transport {
  public:
   Transport(int rank, int size, Milliseconds timeout);
@@ -54,6 +62,12 @@ class Transport {
   // How this rank reaches `peer` (0 <= peer < size): "self", "memory" (threads of one
   // process), "shm" (shared-memory rings: same host), "tcp" (sockets), "nccl", "mpi".
   virtual std::string link(int peer) const;
+  // The host each rank runs on: element q is rank q's host, hosts numbered in the order of
+  // their lowest rank (rank 0's host is 0). Equal on every rank. Empty where the transport
+  // does not know; the algorithms then treat the ranks as one flat group.
+  virtual std::vector<int> host_of_ranks() const { return {}; }
+  // Payload bytes this rank has sent so far, by link tier (zero where not counted).
+  virtual LinkTierBytes bytes_sent() const { return {}; }
 
   // ---- messages
   virtual std::shared_ptr<Work> send_message(const Tensor& tensor, int dst,

@@ -25,8 +25,8 @@ HostLayout host_layout(const std::vector<int>& host_of_in, int rank, int size) {
   std::vector<std::vector<int>> ranks_of(layout.hosts);
   for (int q = 0; q < static_cast<int>(host_of.size()); ++q) ranks_of[host_of[q]].push_back(q);
   layout.local = ranks_of[host_of[rank]];
-  layout.local_index = static_cast<int>(
-      std::find(layout.local.begin(), layout.local.end(), rank) - layout.local.begin());
+  layout.local_index = static_cast<int>(std::find(layout.local.begin(), layout.local.end(), rank) -
+                                        layout.local.begin());
   for (const auto& ranks : ranks_of) {
     layout.uniform = layout.uniform && ranks.size() == layout.local.size();
     if (layout.local_index < static_cast<int>(ranks.size()))

@@ -8,7 +8,10 @@
 namespace rg::dist {
 
 CollectiveContext::CollectiveContext(Transport& transport, const Options& options)
-    : transport_(transport), capabilities_(transport.capabilities()), options_(options) {}
+    : transport_(transport),
+      capabilities_(transport.capabilities()),
+      options_(options),
+      hosts_(host_layout(transport.host_of_ranks(), transport.rank(), transport.size())) {}
 
 const Tensor& CollectiveContext::scratch_bytes(int64_t slot, size_t nbytes, Device device) {
   if (static_cast<int64_t>(scratch_.size()) <= slot) scratch_.resize(slot + 1);

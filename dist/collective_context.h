@@ -1,13 +1,15 @@
-// CollectiveContext: what an algorithm runs with. The transport, the group's options, the
-// scratch memory the collectives reuse from one to the next, and the state the single-copy
-// path keeps between collectives, with its counters. The CollectiveScheduler owns one and
-// hands it to each collective it runs; only the thread running a collective touches it.
+// CollectiveContext: what an algorithm runs with. The transport, the group's options, which
+// ranks share a host, the scratch memory the collectives reuse from one to the next, and the
+// state the single-copy path keeps between collectives, with its counters. The CollectiveScheduler
+// owns one and hands it to each collective it runs; only the thread running a collective touches
+// it.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "dist/options.h"
+#include "dist/topology.h"
 #include "dist/transport.h"
 
 namespace rg::dist {
@@ -25,6 +27,8 @@ class CollectiveContext {
   const Options& options() const { return options_; }
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }
+  // Which ranks share this rank's host (from transport().host_of_ranks(), fixed).
+  const HostLayout& hosts() const { return hosts_; }
 
   // Scratch memory by slot, reused (fresh pages cost a page fault each); valid until the next
   // call with the same slot.
@@ -49,6 +53,7 @@ class CollectiveContext {
   Transport& transport_;
   TransportCapabilities capabilities_;
   const Options& options_;
+  HostLayout hosts_;
   std::vector<Tensor> scratch_;  // raw byte buffers, by slot
   PeerReads peer_reads_ = PeerReads::untested;
   std::atomic<uint64_t> single_copy_done_{0};

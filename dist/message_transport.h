@@ -19,10 +19,13 @@ struct PeerLink {
 
 // A process group over that transport. links[rank] is left empty. `doorbell` (may be null) is rung
 // by peers when bytes move to or from this rank; without it an idle rank polls its sockets.
-// `keepalive` lives as long as the group (the store, the doorbell's memory...).
+// `keepalive` lives as long as the group (the store, the doorbell's memory...). `host_of`:
+// every rank's host (Transport::host_of_ranks); empty: one host where no peer is reached
+// through a socket, else unknown.
 std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, int size,
                                                  Options options, std::vector<PeerLink> links,
                                                  Doorbell* doorbell,
-                                                 std::shared_ptr<void> keepalive = nullptr);
+                                                 std::shared_ptr<void> keepalive = nullptr,
+                                                 std::vector<int> host_of = {});
 
 }  // namespace rg::dist

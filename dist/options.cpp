@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "dist/store_wire.h"
 
@@ -42,6 +43,14 @@ size_t default_direct_bytes() { return bytes_from_env("RG_DIST_DIRECT_BYTES", 32
 size_t default_single_copy_bytes() { return bytes_from_env("RG_DIST_SINGLE_COPY_BYTES", 32 << 10); }
 size_t default_single_copy_read_bytes() {
   return bytes_from_env("RG_DIST_SINGLE_COPY_READ_BYTES", 2 << 20);
+}
+
+AllreduceAlgorithm default_allreduce_algorithm() {
+  const char* s = std::getenv("RG_DIST_ALLREDUCE");
+  if (!s || !*s || std::string(s) == "auto") return AllreduceAlgorithm::automatic;
+  if (std::string(s) == "ring") return AllreduceAlgorithm::ring;
+  if (std::string(s) == "two_level") return AllreduceAlgorithm::two_level;
+  RG_FAIL("RG_DIST_ALLREDUCE='", s, "': expected auto, ring or two_level");
 }
 
 }  // namespace rg::dist

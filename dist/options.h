@@ -1,6 +1,7 @@
 // Options of a process group, with their defaults from the environment.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "dist/job_token.h"
@@ -18,6 +19,14 @@ size_t default_direct_bytes();
 // measured with bench/allreduce, see docs/dist.md).
 size_t default_single_copy_bytes();
 size_t default_single_copy_read_bytes();
+
+// Which algorithm all-reduces above Options::direct_bytes take (dist/allreduce_choice.cpp):
+// automatic picks by size and topology; ring forces the flat ring (or the single-copy path
+// within a host); two_level forces the two-level all-reduce wherever every host runs the same
+// number of ranks. Every rank of a group must be given the same value.
+enum class AllreduceAlgorithm : uint8_t { automatic, ring, two_level };
+// RG_DIST_ALLREDUCE: auto (the default), ring or two_level.
+AllreduceAlgorithm default_allreduce_algorithm();
 
 struct Options {
   // How long any rank waits for another to send or receive before the group fails.
@@ -38,6 +47,8 @@ struct Options {
   // false: this rank refuses to have its memory read by its peers (every rank then takes
   // the ring instead of the single-copy path, as when the kernel forbids such reads).
   bool allow_peer_reads = true;
+  // The all-reduce algorithm above direct_bytes (see AllreduceAlgorithm).
+  AllreduceAlgorithm allreduce_algorithm = default_allreduce_algorithm();
   // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
   std::string job_token = job_token_from_env();
 };

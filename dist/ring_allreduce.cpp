@@ -9,6 +9,9 @@
 // travel once more around the ring and overwrite the stale copies. Every rank sends and
 // receives 2 (N-1)/N of the buffer, whatever N: the bandwidth-optimal schedule.
 //
+// The ring may also be a subset of the ranks (RingMembers: the two-level all-reduce runs rings
+// within a host and across hosts, dist/two_level_allreduce.cpp); N is then the ring's length.
+//
 // Pipelining: every segment is cut into C chunks (C equal for all segments, so chunk c of a
 // step maps onto chunk c of the next one). Message (s, c) is posted as soon as chunk c of step
 // s-1 is reduced, so the transport sends chunk c while this rank reduces chunk c+1 and the
@@ -48,12 +51,12 @@ class Ring {
  public:
   // `shift` rotates which segment a rank owns: the one it completes is r + 1 + shift.
   Ring(CollectiveContext& ctx, const Tensor& buf, std::vector<int64_t> segments, int shift,
-       CombineOp op, const Envelope& env)
+       CombineOp op, const Envelope& env, const RingMembers& members)
       : ctx_(ctx), buf_(buf), seg_(std::move(segments)), shift_(shift), op_(op), env_(env) {
-    n_ = ctx.size();
-    r_ = ctx.rank();
-    left_ = (r_ + n_ - 1) % n_;
-    right_ = (r_ + 1) % n_;
+    n_ = static_cast<int>(members.ranks.size());
+    r_ = members.position;
+    left_ = members.ranks[(r_ + n_ - 1) % n_];
+    right_ = members.ranks[(r_ + 1) % n_];
     for (int k = 0; k < n_; ++k) max_seg_ = std::max(max_seg_, seg_[k + 1] - seg_[k]);
     chunks_ = ring_chunks(max_seg_ * static_cast<int64_t>(itemsize(buf.dtype())),
                           ctx.options().chunk_bytes);
@@ -144,15 +147,48 @@ void in_accumulation_dtype(CollectiveContext& ctx, const Tensor& buf, CombineOp 
   if (!work.is_same(buf)) copy_buffer(buf, work);
 }
 
+RingMembers world_ring(const CollectiveContext& ctx) {
+  RingMembers ring{std::vector<int>(ctx.size()), ctx.rank()};
+  for (int q = 0; q < ctx.size(); ++q) ring.ranks[q] = q;
+  return ring;
+}
+
+void ring_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env,
+                   const RingMembers& ring) {
+  const int n = static_cast<int>(ring.ranks.size());
+  Ring(ctx, work, uneven_segments(work.numel(), n), 0, op, env, ring).run(0, 2 * n - 3);
+}
+
 void ring_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env) {
-  const int n = ctx.size();
-  Ring(ctx, work, uneven_segments(work.numel(), n), 0, op, env).run(0, 2 * n - 3);
+  ring_in_place(ctx, work, op, env, world_ring(ctx));
 }
 
 void ring_allreduce(CollectiveContext& ctx, const Tensor& buf, CombineOp op, const Envelope& env) {
   in_accumulation_dtype(ctx, buf, op,
                         [&](const Tensor& work) { ring_in_place(ctx, work, op, env); });
 }
+
+void ring_reduce_scatter_in_place(CollectiveContext& ctx, const Tensor& work,
+                                  const std::vector<int64_t>& segments, CombineOp op,
+                                  const Envelope& env, const RingMembers& ring) {
+  const int n = static_cast<int>(ring.ranks.size());
+  Ring(ctx, work, segments, -1, op, env, ring).run(0, n - 2);
+}
+
+void ring_allgather_in_place(CollectiveContext& ctx, const Tensor& work,
+                             const std::vector<int64_t>& segments, const Envelope& env,
+                             const RingMembers& ring) {
+  const int n = static_cast<int>(ring.ranks.size());
+  Ring(ctx, work, segments, -1, CombineOp::sum, env, ring).run(n - 1, 2 * n - 3);
+}
+
+namespace {
+std::vector<int64_t> equal_segments(int n, int64_t count) {
+  std::vector<int64_t> segments(n + 1);
+  for (int k = 0; k <= n; ++k) segments[k] = k * count;
+  return segments;
+}
+}  // namespace
 
 void ring_reduce_scatter(CollectiveContext& ctx, const Tensor& out, const Tensor& in, CombineOp op,
                          const Envelope& env) {
@@ -161,9 +197,7 @@ void ring_reduce_scatter(CollectiveContext& ctx, const Tensor& out, const Tensor
   // The ring reduces in place, so it works on a copy of `in`.
   Tensor work = ctx.scratch(1, in.numel(), accumulation_dtype(in.dtype()), in.device());
   copy_buffer(work, in);
-  std::vector<int64_t> segments(n + 1);
-  for (int k = 0; k <= n; ++k) segments[k] = k * count;
-  Ring(ctx, work, segments, -1, op, env).run(0, n - 2);
+  ring_reduce_scatter_in_place(ctx, work, equal_segments(n, count), op, env, world_ring(ctx));
   Tensor mine = flat_slice(work, r * count, count);
   if (op == CombineOp::avg) divide_by(mine, n);
   copy_buffer(out, mine);
@@ -171,13 +205,11 @@ void ring_reduce_scatter(CollectiveContext& ctx, const Tensor& out, const Tensor
 
 void ring_allgather(CollectiveContext& ctx, const Tensor& out, const Tensor& in,
                     const Envelope& env) {
-  const int n = ctx.size(), r = ctx.rank();
+  const int r = ctx.rank();
   const int64_t count = in.numel();
   Tensor mine = flat_slice(out, r * count, count);
   if (mine.data_ptr() != in.data_ptr()) copy_buffer(mine, in);  // `in` may be out's slice r
-  std::vector<int64_t> segments(n + 1);
-  for (int k = 0; k <= n; ++k) segments[k] = k * count;
-  Ring(ctx, out, segments, -1, CombineOp::sum, env).run(n - 1, 2 * n - 3);
+  ring_allgather_in_place(ctx, out, equal_segments(ctx.size(), count), env, world_ring(ctx));
 }
 
 }  // namespace rg::dist

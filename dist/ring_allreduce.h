@@ -3,6 +3,7 @@
 // done.
 #pragma once
 #include <functional>
+#include <vector>
 
 #include "dist/collective_context.h"
 
@@ -15,6 +16,26 @@ void ring_allgather(CollectiveContext& ctx, const Tensor& out, const Tensor& in,
                     const Envelope& env);
 // The ring all-reduce of `work`, already in the accumulation dtype (avg not yet divided).
 void ring_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env);
+
+// A ring over some of the ranks: `ranks` in ring order (each sends to the next), this rank at
+// `position`. Every member must run the same ring with the same segments.
+struct RingMembers {
+  std::vector<int> ranks;
+  int position = 0;
+};
+RingMembers world_ring(const CollectiveContext& ctx);  // 0, 1, .., N-1
+// ring_in_place over `ring`, its segments cut as evenly as possible.
+void ring_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op, const Envelope& env,
+                   const RingMembers& ring);
+// The two halves over `ring`, in place, with segments[k] .. segments[k + 1] the elements of
+// segment k (ring.ranks.size() segments): after the reduce-scatter the member at position k
+// holds the complete segment k; the all-gather copies each member's segment k to all.
+void ring_reduce_scatter_in_place(CollectiveContext& ctx, const Tensor& work,
+                                  const std::vector<int64_t>& segments, CombineOp op,
+                                  const Envelope& env, const RingMembers& ring);
+void ring_allgather_in_place(CollectiveContext& ctx, const Tensor& work,
+                             const std::vector<int64_t>& segments, const Envelope& env,
+                             const RingMembers& ring);
 
 // Number of pipeline chunks for segments of at most `max_segment_bytes`.
 int64_t ring_chunks(int64_t max_segment_bytes, size_t chunk_bytes);

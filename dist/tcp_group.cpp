@@ -23,6 +23,7 @@
 #include "dist/socket.h"
 #include "dist/tcp_connect.h"
 #include "dist/tcp_rendezvous.h"
+#include "dist/topology.h"
 
 namespace rg::dist {
 namespace {
@@ -122,8 +123,11 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   std::vector<PeerLink> links = make_links(rank, sockets, shared);
   auto keep = std::make_shared<std::pair<std::shared_ptr<Store>, std::shared_ptr<void>>>(
       store, shared.my_bell);
+  std::vector<std::string> host_names;
+  for (const PeerAddress& peer : peers) host_names.push_back(peer.host);
   auto group = make_message_group("tcp", rank, size, options, std::move(links),
-                                  static_cast<Doorbell*>(shared.my_bell.get()), keep);
+                                  static_cast<Doorbell*>(shared.my_bell.get()), keep,
+                                  number_hosts(host_names));
   if (const char* debug = std::getenv("RG_DIST_DEBUG");
       debug && *debug && std::string(debug) != "0")
     std::fprintf(stderr, "rg-dist: rank %d of %d (tcp): links %s\n", rank, size,

@@ -48,8 +48,11 @@ struct World {
 
 }  // namespace
 
-std::vector<std::shared_ptr<ProcessGroup>> make_thread_groups(int size, Options options) {
+std::vector<std::shared_ptr<ProcessGroup>> make_thread_groups(int size, Options options,
+                                                              std::vector<int> host_of) {
   RG_CHECK(size >= 1, "make_thread_groups: world size must be >= 1, got ", size);
+  RG_CHECK(host_of.empty() || static_cast<int>(host_of.size()) == size,
+           "make_thread_groups: ", host_of.size(), " host indices for a world of size ", size);
   auto world = std::make_shared<World>(size);
   std::vector<std::shared_ptr<ProcessGroup>> groups;
   for (int r = 0; r < size; ++r) {
@@ -63,13 +66,14 @@ std::vector<std::shared_ptr<ProcessGroup>> make_thread_groups(int size, Options 
           make_ring_stream(world->control[r * size + p], world->control[p * size + r], bell, world);
     }
     groups.push_back(make_message_group("threads", r, size, options, std::move(links),
-                                        &world->doorbells[r], world));
+                                        &world->doorbells[r], world, host_of));
   }
   return groups;
 }
 
-void run_threads(int size, const std::function<void(ProcessGroup&)>& fn, Options options) {
-  auto groups = make_thread_groups(size, options);
+void run_threads(int size, const std::function<void(ProcessGroup&)>& fn, Options options,
+                 std::vector<int> host_of) {
+  auto groups = make_thread_groups(size, options, std::move(host_of));
   std::mutex mu;
   int failed_rank = -1;
   std::string failure;

@@ -24,7 +24,8 @@ HostLayout host_layout(const std::vector<int>& host_of_in, int rank, int size) {
   layout.hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
   std::vector<std::vector<int>> ranks_of(layout.hosts);
   for (int q = 0; q < static_cast<int>(host_of.size()); ++q) ranks_of[host_of[q]].push_back(q);
-  layout.local = ranks_of[host_of[rank]];
+  layout.host = host_of[rank];
+  layout.local = ranks_of[layout.host];
   layout.local_index = static_cast<int>(std::find(layout.local.begin(), layout.local.end(), rank) -
                                         layout.local.begin());
   for (const auto& ranks : ranks_of) {

@@ -14,6 +14,7 @@ std::vector<int> number_hosts(const std::vector<std::string>& host_of_rank);
 // One rank's view of the hosts.
 struct HostLayout {
   int hosts = 1;                  // number of distinct hosts
+  int host = 0;                   // this rank's host
   bool uniform = true;            // every host runs the same number of ranks
   std::vector<int> local;         // the ranks of this rank's host, in rank order
   int local_index = 0;            // this rank's position in `local`

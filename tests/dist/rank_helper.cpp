@@ -6,6 +6,8 @@
 //                        checks the result, prints "ok"; rank RANK, when given, sleeps 60 s
 //                        instead of all-reducing. An error is written to RG_ERROR_FILE too
 //                        (rg::dist::record_failure)
+//   tiers COUNT          the same with COUNT floats and no sleeper; prints "tiers: within_host=W
+//                        network=N", the payload bytes this rank sent during it by link tier
 //   wait PREFIX          creates PREFIX.RANK.ready once it handles SIGTERM, then sleeps up to
 //                        60 s; on SIGTERM it creates PREFIX.RANK.term and exits 0
 //                        (the tests find these ranks by PREFIX in their command line)
@@ -64,6 +66,40 @@ int check_environ() {
   }
 }
 
+// Joins the tcp group from the environment and all-reduces `count` floats (rank `sleeper`
+// sleeps 60 s first); checks the sums. `tiers`: prints the payload bytes this rank sent by
+// link tier during the all-reduce.
+int join_and_allreduce(int64_t count, int sleeper, bool tiers) {
+  try {
+    auto pg = rg::dist::init_process_group("tcp");
+    if (pg->rank() == sleeper) sleep(60);
+    rg::Tensor t = rg::empty({count});
+    // Small whole numbers: every order of summation gives the same exact sums.
+    for (int64_t i = 0; i < count; ++i)
+      t.data<float>()[i] = static_cast<float>(pg->rank() + i % 1000);
+    const rg::dist::LinkTierBytes before = pg->transport().bytes_sent();
+    pg->allreduce(t)->wait();
+    const rg::dist::LinkTierBytes after = pg->transport().bytes_sent();
+    const int n = pg->size();
+    for (int64_t i = 0; i < count; ++i) {
+      if (t.data<float>()[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 1000))) {
+        std::printf("wrong element %lld\n", static_cast<long long>(i));
+        return 1;
+      }
+    }
+    if (tiers)
+      std::printf("tiers: within_host=%llu network=%llu\n",
+                  static_cast<unsigned long long>(after.within_host - before.within_host),
+                  static_cast<unsigned long long>(after.network - before.network));
+    std::printf("ok\n");
+    return 0;
+  } catch (const std::exception& e) {
+    rg::dist::record_failure(e);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,28 +130,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "environ") return check_environ();
-  if (mode == "allreduce") {
-    try {
-      auto pg = rg::dist::init_process_group("tcp");
-      if (argc > 2 && pg->rank() == std::atoi(argv[2])) sleep(60);
-      rg::Tensor t = rg::empty({1000});
-      for (int i = 0; i < 1000; ++i) t.data<float>()[i] = static_cast<float>(pg->rank() + i);
-      pg->allreduce(t)->wait();
-      const int n = pg->size();
-      for (int i = 0; i < 1000; ++i) {
-        if (t.data<float>()[i] != static_cast<float>(n * (n - 1) / 2 + n * i)) {
-          std::printf("wrong element %d\n", i);
-          return 1;
-        }
-      }
-      std::printf("ok\n");
-      return 0;
-    } catch (const std::exception& e) {
-      rg::dist::record_failure(e);
-      std::fprintf(stderr, "error: %s\n", e.what());
-      return 1;
-    }
-  }
+  if (mode == "allreduce")
+    return join_and_allreduce(1000, argc > 2 ? std::atoi(argv[2]) : -1, false);
+  if (mode == "tiers" && argc > 2) return join_and_allreduce(std::atoll(argv[2]), -1, true);
   std::fprintf(stderr, "rank_helper: unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -40,6 +40,9 @@ size_t bytes_from_env(const char* name, size_t fallback) {
 }  // namespace
 
 size_t default_direct_bytes() { return bytes_from_env("RG_DIST_DIRECT_BYTES", 32 << 10); }
+size_t default_direct_bytes_across_hosts() {
+  return bytes_from_env("RG_DIST_DIRECT_BYTES_ACROSS_HOSTS", 8 << 10);
+}
 size_t default_single_copy_bytes() { return bytes_from_env("RG_DIST_SINGLE_COPY_BYTES", 32 << 10); }
 size_t default_single_copy_read_bytes() {
   return bytes_from_env("RG_DIST_SINGLE_COPY_READ_BYTES", 2 << 20);

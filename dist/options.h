@@ -14,6 +14,10 @@ Milliseconds default_timeout();
 // RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
 // else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
 size_t default_direct_bytes();
+// RG_DIST_DIRECT_BYTES_ACROSS_HOSTS likewise, else 8 KiB: the direct exchange's limit where the
+// ranks run on several hosts (each rank sends the whole buffer to every peer, so it crosses
+// the network N-1 times; bench/two_hosts.sh measured the crossover, docs/dist.md).
+size_t default_direct_bytes_across_hosts();
 // RG_DIST_SINGLE_COPY_BYTES (a whole number of bytes, 0 turns the single-copy path off) when
 // set, else 32 KiB; RG_DIST_SINGLE_COPY_READ_BYTES likewise, else 2 MiB (the crossovers
 // measured with bench/allreduce, see docs/dist.md).
@@ -36,6 +40,8 @@ struct Options {
   // All-reduces of at most this many bytes, and barriers, skip the ring for a direct
   // exchange: one message step instead of 2 (N-1) (dist/direct_exchange.cpp). 0: never.
   size_t direct_bytes = default_direct_bytes();
+  // The same limit where the ranks run on several hosts (the smaller of the two applies).
+  size_t direct_bytes_across_hosts = default_direct_bytes_across_hosts();
   // All-reduces of at least this many bytes between ranks of one host reach the peers'
   // buffers directly, one copy per byte (dist/single_copy_allreduce.cpp), where every
   // buffer lies in its process's shareable arena (core/shareable_host_memory.h: blocks of

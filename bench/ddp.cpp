@@ -22,6 +22,7 @@
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,22 @@ struct Config {
   std::string backend = "both";
   int rounds = 3;
 };
+
+// --backend mpi needs a build with MPI and mpirun's (or srun's, PMI's) processes.
+void check_mpi_launch() {
+  const char* problem = nullptr;
+  auto has = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  if (!dist::mpi_available())
+    problem =
+        "ringgrad was built without MPI (install libopenmpi-dev and openmpi-bin, then "
+        "configure again)";
+  else if (!has("OMPI_COMM_WORLD_SIZE") && !has("PMI_SIZE") && !has("PMIX_RANK") &&
+           !has("SLURM_PROCID"))
+    problem = "not started by mpirun (run mpirun -np 2 ddp --backend mpi)";
+  if (!problem) return;
+  std::fprintf(stderr, "ddp: --backend mpi: %s\n", problem);
+  std::exit(2);
+}
 
 Config parse(int argc, char** argv) {
   Config c;
@@ -71,6 +88,7 @@ Config parse(int argc, char** argv) {
     std::fprintf(stderr, "ddp: width %d must be a multiple of the 4 heads\n", c.setup.width);
     std::exit(2);
   }
+  if (c.backend == "mpi") check_mpi_launch();
   return c;
 }
 
@@ -162,10 +180,6 @@ void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
 
 // --backend mpi: joins mpirun's group; only rank 0 prints. Returns the world size.
 int join_mpi() {
-  if (!dist::mpi_available())
-    throw std::runtime_error(
-        "--backend mpi: ringgrad was built without MPI (install "
-        "libopenmpi-dev and openmpi-bin, then configure again)");
   dist::ProcessGroup& group = mpi_ranks_group();
   if (group.size() < 2)
     throw std::runtime_error("--backend mpi: world of 1; start it with mpirun -np 2");

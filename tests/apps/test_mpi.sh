@@ -3,6 +3,7 @@
 #   - 4 ranks (mpirun -np 4 --oversubscribe) with --verify --precision f64 end with the
 #     weights of one process trained on the whole batch, to 1e-12, and mpirun exits 0;
 #   - a bad --backend value is refused naming the flag and the value;
+#   - ranks started with different settings fail, naming the setting (the agreement check);
 #   - kill -9 of one rank stops the whole job (mpirun exits nonzero), and mpirun's output
 #     names that rank.
 # Waits are bounded by LIMIT seconds; nothing asserts on time.
@@ -34,6 +35,14 @@ else bad "mpi: --verify: $(cat "$TMP/verify.out")"; fi
 rc=$?
 expect "mpi: --backend carrier-pigeon exits 2 ($rc)" [ "$rc" = 2 ]
 expect "mpi: --backend carrier-pigeon is named" has "$TMP/bad.out" "--backend: carrier-pigeon"
+
+# ---- ranks started with different settings (mpirun's MPMD form) fail naming the setting
+"$MPIRUN" -np 1 "$RGTRAIN" --backend mpi "${TINY[@]}" --steps 2 --seed 1 : \
+  -np 1 "$RGTRAIN" --backend mpi "${TINY[@]}" --steps 2 --seed 2 >"$TMP/seed.out" 2>&1
+rc=$?
+expect "mpi: ranks with different --seed: mpirun exits nonzero ($rc)" [ "$rc" != 0 ]
+expect "mpi: ranks with different --seed: named" \
+  has "$TMP/seed.out" "the ranks disagree on --seed: rank 0: 1; rank 1: 2"
 
 # ---- kill -9 one rank: mpirun stops the job and names the rank
 start_job kill "$MPIRUN" -np 4 --oversubscribe "$RGTRAIN" --backend mpi --steps 1000000 \

@@ -14,16 +14,22 @@
 //     bucket's end) to its completion, and the part before backward ended is hidden;
 //  3. a bucket_cap_mb sweep (1, 5, 25, 100) printing step time and bucket count;
 //  4. the gradient memory that gradient_as_bucket_view saves.
-// Usage: ddp [layers width steps] [--backend tcp|threads|both] [--bucket-cap-mb X] [--rounds R]
+// --backend mpi: run under mpirun (`mpirun -np 2 bench/ddp --backend mpi`, in a build with
+// MPI): each of mpirun's processes is a rank of the mpi backend, all run the same
+// measurements, and rank 0 prints them.
+// Usage: ddp [layers width steps] [--backend tcp|threads|both|mpi] [--bucket-cap-mb X]
+//            [--rounds R]
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench/cli.h"
 #include "bench/ddp_ranks.h"
+#include "dist/mpi_group.h"
 #include "ringgrad.h"
 
 using namespace rg;
@@ -36,6 +42,22 @@ struct Config {
   std::string backend = "both";
   int rounds = 3;
 };
+
+// --backend mpi needs a build with MPI and mpirun's (or srun's, PMI's) processes.
+void check_mpi_launch() {
+  const char* problem = nullptr;
+  auto has = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  if (!dist::mpi_available())
+    problem =
+        "ringgrad was built without MPI (install libopenmpi-dev and openmpi-bin, then "
+        "configure again)";
+  else if (!has("OMPI_COMM_WORLD_SIZE") && !has("PMI_SIZE") && !has("PMIX_RANK") &&
+           !has("SLURM_PROCID"))
+    problem = "not started by mpirun (run mpirun -np 2 ddp --backend mpi)";
+  if (!problem) return;
+  std::fprintf(stderr, "ddp: --backend mpi: %s\n", problem);
+  std::exit(2);
+}
 
 Config parse(int argc, char** argv) {
   Config c;
@@ -51,8 +73,10 @@ Config parse(int argc, char** argv) {
       ->check(CLI::Range(4, 1 << 16));
   app.add_option("steps", c.setup.steps, "timed steps per measurement")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--backend", c.backend, "ranks as threads, as processes (tcp), or both")
-      ->check(CLI::IsMember({"tcp", "threads", "both"}));
+  app.add_option("--backend", c.backend,
+                 "ranks as threads, as processes (tcp), or both; mpi: this process is one of "
+                 "mpirun's ranks (mpirun -np 2 ddp --backend mpi)")
+      ->check(CLI::IsMember({"tcp", "threads", "both", "mpi"}));
   app.add_option("--bucket-cap-mb", c.setup.bucket_cap_mb,
                  "bucket cap of the main DDP measurement, MiB")
       ->check(CLI::Range(1e-3, 1e6));
@@ -64,6 +88,7 @@ Config parse(int argc, char** argv) {
     std::fprintf(stderr, "ddp: width %d must be a multiple of the 4 heads\n", c.setup.width);
     std::exit(2);
   }
+  if (c.backend == "mpi") check_mpi_launch();
   return c;
 }
 
@@ -134,14 +159,46 @@ void print_sweep(Ranks ranks, const DdpSetup& setup) {
       setup.bucket_cap_mb, view.ms_per_step, ddp_model_parameters(setup) * 4.0 / (1 << 20));
 }
 
+const char* backend_title(Ranks ranks) {
+  switch (ranks) {
+    case Ranks::threads:
+      return "threads (2 rank threads in this process)";
+    case Ranks::processes:
+      return "tcp (2 forked processes, shared memory between them)";
+    default:
+      return "mpi (mpirun's processes, MPI_Isend/MPI_Irecv between them)";
+  }
+}
+
 void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
-  std::printf("\n== backend %s; %s\n",
-              ranks == Ranks::threads ? "threads (2 rank threads in this process)"
-                                      : "tcp (2 forked processes, shared memory between them)",
-              pinning_note().c_str());
+  const std::string note = ranks == Ranks::mpi ? mpi_pinning_note() : pinning_note();
+  std::printf("\n== backend %s; %s\n", backend_title(ranks), note.c_str());
   print_main(ranks, setup, rounds);
   print_sweep(ranks, setup);
   std::fflush(stdout);
+}
+
+// --backend mpi: joins mpirun's group; only rank 0 prints. Returns the world size.
+int join_mpi() {
+  dist::ProcessGroup& group = mpi_ranks_group();
+  if (group.size() < 2)
+    throw std::runtime_error("--backend mpi: world of 1; start it with mpirun -np 2");
+  if (group.rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+    throw std::runtime_error("cannot silence stdout");
+  return group.size();
+}
+
+void run(const Config& c) {
+  const int world = c.backend == "mpi" ? join_mpi() : 2;
+  const long long params = ddp_model_parameters(c.setup);
+  std::printf(
+      "bench/ddp: GPT %d layers x %d wide (%lld parameters, %.1f MiB of f32 gradients), "
+      "world %d, 1 intra-op thread per rank, batch %dx%d per rank, %d steps, %d rounds\n",
+      c.setup.layers, c.setup.width, params, params * 4.0 / (1 << 20), world, kBatch, kContext,
+      c.setup.steps, c.rounds);
+  if (c.backend == "mpi") run_backend(Ranks::mpi, c.setup, c.rounds);
+  if (c.backend == "tcp" || c.backend == "both") run_backend(Ranks::processes, c.setup, c.rounds);
+  if (c.backend == "threads" || c.backend == "both") run_backend(Ranks::threads, c.setup, c.rounds);
 }
 
 }  // namespace
@@ -149,16 +206,9 @@ void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
 int main(int argc, char** argv) {
   Config c = parse(argc, argv);
   set_num_threads(1);  // no OpenMP team in this process: it forks the tcp ranks
-  const long long params = ddp_model_parameters(c.setup);
-  std::printf(
-      "bench/ddp: GPT %d layers x %d wide (%lld parameters, %.1f MiB of f32 gradients), "
-      "world 2, 1 intra-op thread per rank, batch %dx%d per rank, %d steps, %d rounds\n",
-      c.setup.layers, c.setup.width, params, params * 4.0 / (1 << 20), kBatch, kContext,
-      c.setup.steps, c.rounds);
   try {
-    if (c.backend == "tcp" || c.backend == "both") run_backend(Ranks::processes, c.setup, c.rounds);
-    if (c.backend == "threads" || c.backend == "both")
-      run_backend(Ranks::threads, c.setup, c.rounds);
+    run(c);
+    leave_mpi_ranks_group();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddp: %s\n", e.what());
     return 1;

@@ -1,5 +1,5 @@
-// bench/ddp's ranks: one training configuration timed on 2 thread ranks or 2 forked
-// processes, each rank pinned to its own core (see ddp_ranks.h).
+// bench/ddp's ranks: one training configuration timed on 2 thread ranks, 2 forked processes
+// or mpirun's processes, each rank pinned to its own core (see ddp_ranks.h).
 #include "bench/ddp_ranks.h"
 
 #include <sched.h>
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "bench/tcp_ranks.h"
+#include "dist/init.h"
+#include "dist/mpi_group.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
@@ -50,7 +52,7 @@ std::vector<int> allowed_cpus() {
 // Pins the calling thread (and the threads it creates later) to rank's own core.
 void pin_rank(int rank) {
   std::vector<int> cpus = allowed_cpus();
-  if (static_cast<int>(cpus.size()) < kWorld) return;
+  if (static_cast<int>(cpus.size()) < kWorld || rank >= static_cast<int>(cpus.size())) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpus[rank], &set);
@@ -145,13 +147,27 @@ DdpResult on_processes(const DdpSetup& setup) {
   return result;
 }
 
+std::shared_ptr<dist::ProcessGroup> g_mpi_group;
+
 }  // namespace
+
+dist::ProcessGroup& mpi_ranks_group() {
+  if (!g_mpi_group) {
+    // pinned before the group (rank from mpirun's variables): its thread inherits the core
+    pin_rank(dist::launch_info_from_env().rank);
+    g_mpi_group = dist::make_mpi_group();
+  }
+  return *g_mpi_group;
+}
+
+void leave_mpi_ranks_group() { g_mpi_group.reset(); }
 
 long long ddp_model_parameters(const DdpSetup& setup) {
   return static_cast<long long>(nn::GPT(config(setup)).num_parameters());
 }
 
 DdpResult measure_ddp(Ranks ranks, const DdpSetup& setup) {
+  if (ranks == Ranks::mpi) return train(mpi_ranks_group(), setup);
   return ranks == Ranks::threads ? on_threads(setup) : on_processes(setup);
 }
 
@@ -161,6 +177,17 @@ std::string pinning_note() {
     return "ranks not pinned: " + std::to_string(cpus.size()) + " CPU(s) allowed";
   return "rank 0 pinned to core " + std::to_string(cpus[0]) + ", rank 1 to core " +
          std::to_string(cpus[1]) + " (sched_setaffinity)";
+}
+
+std::string mpi_pinning_note() {
+  mpi_ranks_group();  // pins this rank where mpirun has not bound it
+  std::string cores;
+  for (int c : allowed_cpus()) {
+    if (!cores.empty()) cores += ',';
+    cores += std::to_string(c);
+  }
+  return "rank " + std::to_string(mpi_ranks_group().rank()) + " runs on core(s) " + cores +
+         " (mpirun's binding, or sched_setaffinity where it bound none)";
 }
 
 }  // namespace rg::bench

@@ -3,13 +3,17 @@
 // memory between them, as rgrun's local ranks use). Each rank is pinned to its own core when
 // the affinity mask allows 2; a forked rank is pinned before its group exists, so its
 // communication thread shares that core, while the threads backend's communication threads
-// (created before the rank threads) float.
+// (created before the rank threads) float. Ranks::mpi: this process is one rank of mpirun's
+// (every rank runs the same measurements), joined by the mpi backend, pinned likewise unless
+// mpirun already bound it to one core.
 #pragma once
 #include <string>
 
+#include "dist/process_group.h"
+
 namespace rg::bench {
 
-enum class Ranks { threads, processes };
+enum class Ranks { threads, processes, mpi };
 
 struct DdpSetup {
   int layers = 4, width = 256, steps = 6;
@@ -40,9 +44,16 @@ constexpr int kBatch = 4, kContext = 64, kVocab = 512;
 
 // Parameters of the GPT that `setup` describes.
 long long ddp_model_parameters(const DdpSetup& setup);
-// Runs `setup` on 2 ranks; throws std::runtime_error when a rank fails.
+// Runs `setup` on 2 ranks (mpi: on every rank of MPI_COMM_WORLD; rank 0's result is
+// meaningful); throws std::runtime_error when a rank fails.
 DdpResult measure_ddp(Ranks ranks, const DdpSetup& setup);
+// Ranks::mpi: this process's group (joined at the first call: collective) and its release
+// (before main returns, ahead of MPI_Finalize).
+dist::ProcessGroup& mpi_ranks_group();
+void leave_mpi_ranks_group();
 // "rank 0 on core 0, rank 1 on core 1", or why the ranks are not pinned.
 std::string pinning_note();
+// Ranks::mpi: the cores this rank may run on (mpirun's binding, or pin_rank's).
+std::string mpi_pinning_note();
 
 }  // namespace rg::bench

@@ -72,6 +72,7 @@ Settings shared_settings(const Args& a, int64_t world) {
           {"--precision", a.precision},
           {"--reduce-dtype", a.reduce_dtype},
           {"--zero", str(a.zero)},
+          {"--backend", a.backend},
           // What changes the sequence of collectives: ranks that differ here would pair
           // mismatched all-reduces, so it is named before the first one.
           {"--bucket-cap-mb", fmt("%.17g", a.bucket_cap_mb)},

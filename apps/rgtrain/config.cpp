@@ -9,6 +9,7 @@
 #include "apps/rgtrain/util.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "dist/mpi_group.h"
 #include "nn/optim/decay_groups.h"
 
 namespace rgtrain {
@@ -134,6 +135,12 @@ void add_training_flags(CLI::App& app, Args& a) {
 }
 
 void add_dist_flags(CLI::App& app, Args& a) {
+  app.add_option("--backend", a.backend,
+                 "how the ranks of a distributed run talk: tcp (rank and world from the "
+                 "launcher's variables, RANK and WORLD_SIZE under rgrun or torchrun; rank 0 "
+                 "hosts the store), or mpi (under mpirun or srun: rank and world from "
+                 "MPI_COMM_WORLD, messages over MPI; needs a build with MPI)")
+      ->check(CLI::IsMember({"tcp", "mpi"}));
   app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(finite_in(0.0, 1e6));
   app.add_option("--reduce-dtype", a.reduce_dtype,
@@ -200,6 +207,10 @@ void check_together(const Args& a) {
   if (resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
   if (resume && !a.init.empty()) fail("--resume and --init are exclusive");
   if (a.reset_optimizer && !resume) fail("--reset-optimizer needs --resume");
+  if (a.backend == "mpi" && !rg::dist::mpi_available())
+    fail(
+        "--backend mpi: this rgtrain was built without MPI (install libopenmpi-dev and "
+        "openmpi-bin, then configure again; or use --backend tcp)");
   if (a.beta1 >= 1 || a.beta2 >= 1)
     fail("--beta1 (", a.beta1, ") and --beta2 (", a.beta2, ") must be below 1");
   try {

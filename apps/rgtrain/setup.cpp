@@ -1,6 +1,7 @@
 // setup(): builds a RunState in the order that makes every mistake cheap to report: join the
 // group, agree on the settings, check the batch split, load the data, check the model's
 // memory, then build the model, load --init or --resume, and wrap it in DDP.
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -18,11 +19,33 @@
 namespace rgtrain {
 namespace {
 
+// Whether an MPI launcher started this process: Open MPI's, MPICH's (PMI) or PMIx's
+// variables, or Slurm's.
+bool under_mpi_launcher(const rg::dist::LaunchInfo& info) {
+  auto has = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  return info.source != "default" || has("PMI_SIZE") || has("PMIX_RANK");
+}
+
+// --backend mpi: the rank and world are MPI_COMM_WORLD's. Launcher variables that name
+// another world (RANK/WORLD_SIZE without mpirun) are a launch mistake, named here.
+void join_mpi(RunState& s, const rg::dist::LaunchInfo& info) {
+  if (!under_mpi_launcher(info)) return;  // one process, as without a launcher
+  s.group = rg::dist::init_process_group("mpi");
+  if (info.source != "default" && info.world_size != s.group->size())
+    fail("--backend mpi: MPI_COMM_WORLD has ", s.group->size(), " process(es) but the ",
+         info.source, " launcher's variables say a world of ", info.world_size,
+         " (start the ranks with mpirun or srun, or use --backend tcp)");
+}
+
 void join_group(RunState& s) {
   // Any launcher variable (RANK, WORLD_SIZE, Slurm's, Open MPI's) means a distributed run;
   // init_process_group names the variable that is missing or malformed.
-  if (rg::dist::launch_info_from_env().source == "default") return;
-  s.group = rg::dist::init_process_group("tcp");
+  const rg::dist::LaunchInfo info = rg::dist::launch_info_from_env();
+  if (s.args.backend == "mpi")
+    join_mpi(s, info);
+  else if (info.source != "default")
+    s.group = rg::dist::init_process_group(s.args.backend);
+  if (!s.group) return;
   s.world = s.group->size();
   s.rank = s.group->rank();
   s.lead = s.rank == 0;

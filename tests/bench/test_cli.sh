@@ -91,7 +91,14 @@ fi
 
 expect_help "$ddp" layers width steps --backend --bucket-cap-mb
 expect_error "$ddp" "width" 4 abc
-expect_error "$ddp" "--backend" --backend mpi
+expect_error "$ddp" "--backend" --backend carrier-pigeon
+# --backend mpi outside mpirun (or in a build without MPI) says what it needs.
+(
+  unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_RANK SLURM_PROCID
+  before=$failures
+  expect_error "$ddp" "--backend mpi: " --backend mpi
+  exit $((failures - before))
+) || failures=$((failures + 1))
 expect_error "$ddp" "--bucket-cap-mb" --bucket-cap-mb 0
 # Tiny runs on 2 thread ranks and on 2 forked tcp processes finish and print every part of
 # their report (no figure is checked: speed is not a test).

@@ -69,6 +69,25 @@ TEST_CASE("mpi: the group is MPI_COMM_WORLD and every peer's link is mpi") {
     CHECK(pg->peer_link(q) == (q == pg->rank() ? "self" : "mpi"));
 }
 
+TEST_CASE("mpi: one host numbered 0; bytes_sent counts a send's payload within the host") {
+  auto pg = mpi_group();
+  const int r = pg->rank(), n = pg->size();
+  const Transport& transport = pg->transport();
+  CHECK(transport.host_of_ranks() == std::vector<int>(n, 0));  // mpirun on this machine
+  const LinkTierBytes before = transport.bytes_sent();
+  Tensor t = full({1000}, 1.0 + r);  // f32: 4000 bytes
+  if (r == 0) {
+    REQUIRE_NOTHROW(pg->send(t, 1, 7)->wait());
+  } else if (r == 1) {
+    REQUIRE_NOTHROW(pg->recv(t, 0, 7)->wait());
+    CHECK(wrong_elements(t, [](int64_t) { return 1.0; }) == 0);
+  }
+  const LinkTierBytes after = transport.bytes_sent();
+  CHECK(after.within_host - before.within_host == (r == 0 ? 4000u : 0u));
+  CHECK(after.network == before.network);
+  REQUIRE_NOTHROW(pg->barrier()->wait());
+}
+
 TEST_CASE("mpi: all-reduce sum, avg and max of f32, f64, bf16 and i64 are exact") {
   auto pg = mpi_group();
   const int n = pg->size(), r = pg->rank();

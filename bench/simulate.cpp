@@ -5,10 +5,11 @@
 //   --trace        predicted vs measured DDP step times from an rgtrain --trace file
 //   --predict      GPT-2 124M data-parallel on 8-1024 GPUs (figures in docs/scale.md)
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <map>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "bench/cli.h"
 #include "bench/simulate_io.h"
@@ -134,12 +135,7 @@ void run_trace(const Args& a, const Calibration& c) {
                 100 * (sum_model / sum_meas - 1));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a;
-  CLI::App app{"simulate: alpha-beta-gamma all-reduce and DDP overlap model (docs/scale.md)",
-               "simulate"};
+void add_options(CLI::App& app, Args& a) {
   rg::bench::show_defaults(app);
   app.add_option("--calibration", a.calibration,
                  "calibration JSON (read; --fit: written to --output)");
@@ -165,15 +161,29 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--predict", a.predict, "GPT-2 124M on 8-1024 GPUs (default: off)");
   add_predict_options(app, a.pc);
+}
+
+void run(const Args& a) {
+  if (a.fit_shm.empty() != a.fit_net.empty())
+    throw std::invalid_argument("--fit-shm and --fit-net go together");
+  if (!a.fit_shm.empty()) run_fit(a);
+  const bool needs = !a.validate.empty() || !a.trace.empty();
+  const Calibration c = needs ? read_calibration(a.calibration) : Calibration{};
+  if (!a.validate.empty()) run_validate(a, c);
+  if (!a.trace.empty()) run_trace(a, c);
+  if (a.predict) run_predict(a.pc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"simulate: alpha-beta-gamma all-reduce and DDP overlap model (docs/scale.md)",
+               "simulate"};
+  add_options(app, a);
   rg::bench::parse_flags(app, argc, argv);
   try {
-    if (!a.fit_shm.empty() || !a.fit_net.empty()) run_fit(a);
-    const bool needs = !a.validate.empty() || !a.trace.empty();
-    if (!needs && !a.predict) return 0;
-    const Calibration c = needs ? read_calibration(a.calibration) : Calibration{};
-    if (!a.validate.empty()) run_validate(a, c);
-    if (!a.trace.empty()) run_trace(a, c);
-    if (a.predict) run_predict(a.pc);
+    run(a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "simulate: %s\n", e.what());
     return 1;

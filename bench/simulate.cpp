@@ -26,7 +26,7 @@ struct Args {
   int nproc = 2, skip_steps = 2;
   std::vector<double> splits{2 << 20, 8 << 20};  // regimes: in L2, in L3, beyond
   int cores = std::max(1, int(std::thread::hardware_concurrency()));
-  bool predict = false, no_overlap = false;
+  bool predict = false, no_overlap = false, cold_buckets = false;
   PredictConfig pc;
 };
 
@@ -107,8 +107,10 @@ std::vector<TraceStep> all_ranks(const std::string& path, int nproc) {
 }
 
 void run_trace(const Args& a, const Calibration& c) {
-  const Cluster cl{1, a.nproc, c.shm, c.net};
+  Cluster cl{1, a.nproc, c.shm, c.net};
   auto steps = all_ranks(a.trace, a.nproc);
+  if (a.cold_buckets)  // the regime of the step's gradients together, not of one bucket
+    for (const Bucket& b : steps.front().buckets) cl.working_set += b.bytes;
   if (a.no_overlap)  // rgtrain --no-overlap: every bucket starts when backward has ended
     for (TraceStep& s : steps)
       for (Bucket& b : s.buckets) b.ready = std::max(b.ready, s.peers_backward_end);
@@ -157,6 +159,8 @@ void add_options(CLI::App& app, Args& a) {
       ->check(CLI::Range(1, 4096));
   app.add_flag("--no-overlap", a.no_overlap,
                "--trace: the run had rgtrain --no-overlap (default: off)");
+  app.add_flag("--cold-buckets", a.cold_buckets,
+               "--trace: buckets priced at the regime of all gradients together (default: off)");
   app.add_option("--skip-steps", a.skip_steps, "--trace: warm-up steps left out of the mean")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--predict", a.predict, "GPT-2 124M on 8-1024 GPUs (default: off)");

@@ -60,24 +60,28 @@ namespace {
 
 // A flat ring over every rank: within one host all on shm; across hosts each of its
 // synchronous steps waits for the network hop (α and β of net; γ is the same computation).
+// The bytes that pick the regime of a transfer of `bytes`.
+double regime(const Cluster& c, double bytes) { return std::max(bytes, c.working_set); }
+
 double flat_ring(const Cluster& c, double bytes) {
   const Terms t = ring_terms(c.ranks(), bytes);
-  return t.time(c.hosts > 1 ? c.net.at(bytes) : c.shm.at(bytes));
+  const double r = regime(c, bytes);
+  return t.time(c.hosts > 1 ? c.net.at(r) : c.shm.at(r));
 }
 
 double two_level(const Cluster& c, double bytes) {
   if (c.hosts == 1 || c.local == 1) return flat_ring(c, bytes);
   const double shard = bytes / c.local;
-  const Tier& local = c.shm.at(bytes);
+  const Tier& local = c.shm.at(regime(c, bytes));
   return reduce_scatter_terms(c.local, bytes).time(local) +
-         ring_terms(c.hosts, shard).time(c.net.at(shard)) +
+         ring_terms(c.hosts, shard).time(c.net.at(regime(c, shard))) +
          all_gather_terms(c.local, bytes).time(local);
 }
 
 }  // namespace
 
 double allreduce_seconds(const Cluster& c, Algo algo, double bytes, double direct_bytes) {
-  const Tier& one = c.hosts > 1 ? c.net.at(bytes) : c.shm.at(bytes);
+  const Tier& one = c.hosts > 1 ? c.net.at(regime(c, bytes)) : c.shm.at(regime(c, bytes));
   switch (algo) {
     case Algo::ring:
       return flat_ring(c, bytes);

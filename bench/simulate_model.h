@@ -33,6 +33,9 @@ struct Link {
 struct Cluster {
   int hosts = 1, local = 1;
   Link shm, net;
+  // Bytes that pick a link's regime when larger than the buffer: the memory a sequence of
+  // all-reduces goes through (DDP's buckets are fresh memory each step, not one hot buffer).
+  double working_set = 0;
   int ranks() const { return hosts * local; }
 };
 

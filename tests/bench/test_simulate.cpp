@@ -79,6 +79,14 @@ TEST_CASE("simulate: the fit recovers known coefficients") {
   CHECK(l.at(2 << 20).beta == doctest::Approx(truth.beta).epsilon(1e-6));
   CHECK(l.at(64 << 20).beta == doctest::Approx(truth.beta).epsilon(1e-6));
   CHECK(&l.at(2 << 20) == &l.tiers[1]);
+  // A working set beyond the first split prices a small buffer at the second regime.
+  Link two;
+  two.splits = {1000};
+  two.tiers = {{0, 1e-9, 0}, {0, 4e-9, 0}};
+  Cluster c{1, 2, two, {}};
+  CHECK(allreduce_seconds(c, Algo::ring, 100) == doctest::Approx(100e-9));
+  c.working_set = 5000;
+  CHECK(allreduce_seconds(c, Algo::ring, 100) == doctest::Approx(400e-9));
 }
 
 TEST_CASE("simulate: bucketing and GPT-2 124M's gradients") {

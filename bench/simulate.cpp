@@ -24,7 +24,7 @@ struct Args {
   std::vector<std::string> fit_shm, fit_net, validate;
   std::string trace;
   int nproc = 2, skip_steps = 2;
-  std::vector<double> splits{2 << 20, 8 << 20};  // regimes: in L2, in L3, beyond
+  std::vector<double> splits{2 << 20, 8 << 20};  // regimes: in L2, a knee, beyond
   int cores = std::max(1, int(std::thread::hardware_concurrency()));
   bool predict = false, no_overlap = false, cold_buckets = false;
   PredictConfig pc;

@@ -4,10 +4,11 @@
 # an on/off flag); a bad value exits 2 with an error naming the bench and the flag. Runs one
 # benchmark, as a smoke test: bench/ddp on a tiny GPT, on threads and on tcp processes (it
 # crashed on AVX-512 machines, issue 10).
-# Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP SUPPORTED (paths of the built
-# programs; SUPPORTED exits 77 when the CPU lacks RG_CPU_CAPABILITY: then this test is skipped)
+# Usage: test_cli.sh OPS TRAIN_STEP KERNELS ALLREDUCE DDP SUPPORTED [SIMULATE] (paths of the
+# built programs; SUPPORTED exits 77 when the CPU lacks RG_CPU_CAPABILITY: then this test is
+# skipped)
 set -u
-ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5 supported=$6
+ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5 supported=$6 simulate=${7:-}
 "$supported" || exit 77
 failures=0
 fail() {
@@ -111,6 +112,18 @@ for backend in threads tcp; do
     grep -qF -- "$part" <<<"$ddp_out" || fail "ddp 1 16 1 --backend $backend prints no '$part' line"
   done
 done
+
+# bench/simulate (the model of docs/scale.md): its flags, and the GPT-2 prediction's tables.
+if [ -n "$simulate" ]; then
+  expect_help "$simulate" --calibration --validate --trace --nproc --predict --gpus --bucket-cap-mb
+  expect_error "$simulate" "--nproc" --nproc 0
+  sim_out=$("$simulate" --predict --gpus 8 16 2>&1)
+  sim_rc=$?
+  [ "$sim_rc" -eq 0 ] || fail "simulate --predict exited $sim_rc: $sim_out"
+  for part in "all-reduce of all" "exposed communication" "step time, 25 MiB buckets"; do
+    grep -qF -- "$part" <<<"$sim_out" || fail "simulate --predict prints no '$part' line"
+  done
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -22,8 +23,9 @@
 
 #include "dist/message_pump.h"  // WireHeader: the envelope as 40 bytes
 #include "dist/mpi_group.h"
-#include "dist/socket.h"    // net::host_identity
-#include "dist/topology.h"  // number_hosts
+#include "dist/single_copy_allreduce.h"  // offer_arena_to_peers
+#include "dist/socket.h"                 // net::host_identity
+#include "dist/topology.h"               // number_hosts
 
 namespace rg::dist {
 namespace {
@@ -371,13 +373,19 @@ class MpiTransport : public Transport {
  public:
   MpiTransport(std::shared_ptr<MpiChannel> channel, int rank, int size, Milliseconds timeout,
                std::vector<int> host_of)
-      : Transport(rank, size, timeout),
-        channel_(std::move(channel)),
-        host_of_(std::move(host_of)) {}
+      : Transport(rank, size, timeout), channel_(std::move(channel)), host_of_(std::move(host_of)) {
+    one_host_ = std::all_of(host_of_.begin(), host_of_.end(), [](int host) { return host == 0; });
+  }
   ~MpiTransport() override { channel_->close(false); }
 
   const char* name() const override { return "mpi"; }
-  TransportCapabilities capabilities() const override { return {}; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities can;
+    // Every rank on this host: the single-copy all-reduce may reach the peers' buffers, as
+    // over tcp's shared memory (the ranks check on first use that they may, and agree).
+    can.shared_memory = one_host_;
+    return can;
+  }
   bool supports_device(Device device) const override { return device.is_host_memory(); }
   std::string link(int peer) const override { return peer == rank() ? "self" : "mpi"; }
 
@@ -406,7 +414,8 @@ class MpiTransport : public Transport {
 
  private:
   std::shared_ptr<MpiChannel> channel_;
-  std::vector<int> host_of_;                           // number_hosts of the identities
+  std::vector<int> host_of_;  // number_hosts of the identities
+  bool one_host_ = true;
   std::atomic<uint64_t> within_host_{0}, network_{0};  // payload bytes posted to send
 };
 
@@ -450,6 +459,8 @@ std::shared_ptr<ProcessGroup> make_mpi_group(Options options) {
   mpi_call([&] { return MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); });
   const int ub = found && tag_ub ? *tag_ub : 32767;  // the least the standard allows
   std::vector<int> host_of = number_hosts(gather_host_identities(comm, size));
+  if (std::all_of(host_of.begin(), host_of.end(), [](int host) { return host == 0; }))
+    offer_arena_to_peers(options);
   auto channel = std::make_shared<MpiChannel>(comm, rank, size, ub);
   auto transport =
       std::make_unique<MpiTransport>(channel, rank, size, options.timeout, std::move(host_of));

@@ -302,4 +302,11 @@ bool single_copy_allreduce(CollectiveContext& ctx, const Tensor& work, CombineOp
   return true;
 }
 
+void offer_arena_to_peers(const Options& options) {
+  if (options.single_copy_bytes == 0 || !options.allow_peer_reads) return;
+  share_large_host_blocks(options.single_copy_read_bytes > 0
+                              ? std::min(options.single_copy_bytes, options.single_copy_read_bytes)
+                              : options.single_copy_bytes);
+}
+
 }  // namespace rg::dist

@@ -21,4 +21,10 @@ bool single_copy_eligible(const CollectiveContext& ctx, const Tensor& buf);
 bool single_copy_allreduce(CollectiveContext& ctx, const Tensor& work, CombineOp op,
                            const Envelope& env);
 
+// For a transport whose peers share this host, when it is made: large host blocks allocated
+// from then on come from this process's shareable arena, which the peers may map (loads
+// instead of process_vm_readv). Nothing where `options` turn the single-copy path or peer
+// reads off.
+void offer_arena_to_peers(const Options& options);
+
 }  // namespace rg::dist

@@ -20,6 +20,7 @@
 #include "dist/byte_stream.h"
 #include "dist/message_transport.h"
 #include "dist/shared_rings.h"
+#include "dist/single_copy_allreduce.h"
 #include "dist/socket.h"
 #include "dist/tcp_connect.h"
 #include "dist/tcp_rendezvous.h"
@@ -113,11 +114,7 @@ std::shared_ptr<ProcessGroup> make_tcp_group(std::shared_ptr<Store> store, int r
   SharedRings shared = setup_shared_rings(rank, same_host, sockets.data, ring_bytes, deadline, me);
   // Large host blocks allocated from now on can be loaded by the peers of this host
   // (the single-copy all-reduce; without it, they read with process_vm_readv).
-  if (shared.my_bell && options.single_copy_bytes > 0 && options.allow_peer_reads)
-    share_large_host_blocks(
-        options.single_copy_read_bytes > 0
-            ? std::min(options.single_copy_bytes, options.single_copy_read_bytes)
-            : options.single_copy_bytes);
+  if (shared.my_bell) offer_arena_to_peers(options);
 
   // 4. The links, and the group over them.
   std::vector<PeerLink> links = make_links(rank, sockets, shared);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/shareable_host_memory.h"
 #include "dist/init.h"
 #include "ops/ops.h"
 #include "tests/dist/dist_test_util.h"
@@ -102,6 +103,27 @@ TEST_CASE("mpi: all-reduce sum, avg and max of f32, f64, bf16 and i64 are exact"
         CHECK(wrong_elements(t, [&](int64_t i) { return expected(op, n, i); }) == 0);
       }
     }
+  }
+}
+
+TEST_CASE("mpi: on one host, large all-reduces reach the peers' buffers (single copy)") {
+  auto pg = mpi_group();
+  const int n = pg->size(), r = pg->rank();
+  for (int64_t length : {int64_t(1) << 14, int64_t(1) << 20}) {  // 64 KiB, 4 MiB of f32
+    INFO("length ", length);
+    Tensor t;
+    {
+      ShareableAllocations shared;  // as DDP allocates its buckets: peers may map them
+      t = empty({length});
+    }
+    for (int64_t i = 0; i < length; ++i) set_element(t, i, input(r, i));
+    const uint64_t before = pg->single_copy_collectives();
+    const uint64_t loaded = pg->peer_buffers_loaded();
+    REQUIRE_NOTHROW(pg->allreduce(t)->wait());
+    CHECK(wrong_elements(t, [&](int64_t i) { return expected(CombineOp::sum, n, i); }) == 0);
+    CHECK(pg->peer_reads() == PeerReads::agreed);
+    CHECK(pg->single_copy_collectives() == before + 1);
+    CHECK(pg->peer_buffers_loaded() > loaded);  // loads from the peers' mapped arenas
   }
 }
 

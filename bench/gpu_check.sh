@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# GPU machine check, in one go and within 6 minutes on a 16-core GPU machine:
-#   1. driver: nvidia-smi answers and its driver is new enough for CUDA 13 (>= 580);
-#   2. configure and build ringgrad with CUDA (only what the checks need);
-#   3. the kernel tests on the cuda device (every kernel against the cpu kernels);
-#   4. bench/kernels, which exits 1 when a kernel misses its floor (x memcpy, x cuBLAS);
-#   5. the NCCL test (tests/dist/test_nccl.cpp): it must build, run and pass (its "no GPU"
-#      skip is a failure here).
-#   6. bench/train_step on cuda: GPU step times (figures, not a check; it fails only on errors).
-# Each step prints its time; every step's limit is cut to what is left of the 6 minutes.
-# After every step the report so far is written to $OUT/gpu_check.md (atomically) and the
-# step's whole output to $OUT/<step>.log, so a machine that times out still leaves what it
-# did. Exit status: 0 when every step passed.
+# GPU machine check, in one go and within 9 minutes (540 s) on a 16-core GPU machine:
+#   1. driver: nvidia-smi answers and its driver is new enough for CUDA 13 (>= 580); then the
+#      GPU's state for the record: compute mode, MIG mode, clocks, power, temperature;
+#   2. configure and build ringgrad with CUDA (only what the checks need), unless prebuilt;
+#   3. the kernel tests on the cuda device (every kernel against the cpu kernels); when they
+#      fail, once more with CUDA_LAUNCH_BLOCKING=1, so that a fault is reported by the kernel
+#      that caused it rather than by the next one to synchronize;
+#   4. the NCCL test (tests/dist/test_nccl.cpp): it must build, run and pass (its "no GPU"
+#      skip is a failure here); its limit (100 s) is above its own deadline (90 s);
+#   5. compute-sanitizer, the real-GPU check of what sim-check models: memcheck over every
+#      cuda kernel test, racecheck and synccheck over the row, reduce, softmax, layer norm,
+#      cross-entropy and attention tests (a missing compute-sanitizer fails the step);
+#   6. bench/kernels, which exits 1 when a kernel misses its floor (x memcpy, x cuBLAS);
+#   7. bench/train_step on cuda: GPU step times (figures, not a check; it fails only on errors).
+# Each step prints its time; every step's limit is cut to what is left of the budget, in this
+# order of importance. After every step the report so far is written to $OUT/gpu_check.md
+# (atomically) and the step's whole output to $OUT/<step>.log, so a machine that times out
+# still leaves what it did. Exit status: 0 when every step passed.
 # Usage: bench/gpu_check.sh [--driver-only]   (--driver-only: step 1 alone;
-#          RG_GPU_BUILD: build folder, default build-gpu; RG_GPU_CHECK_BUDGET: seconds, 360;
+#          RG_GPU_BUILD: build folder, default build-gpu; RG_GPU_CHECK_BUDGET: seconds, 540;
+#          RG_COMPUTE_SANITIZER: its path, where it is not on PATH or under /usr/local/cuda*;
 #          RG_GPU_PREBUILT=1: the build folder holds binaries built on another machine with
 #          the same layout (libringgrad.so, tests/..., bench/...), for a GPU machine that lacks
 #          the project's build dependencies: no configure, no build)
@@ -21,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${RG_GPU_BUILD:-build-gpu}
-BUDGET=${RG_GPU_CHECK_BUDGET:-360}
+BUDGET=${RG_GPU_CHECK_BUDGET:-540}
 MIN_DRIVER=580
 REPORT=$(mktemp)
 trap 'rm -f "$REPORT"' EXIT
@@ -82,16 +89,52 @@ driver_check() {
   echo "driver $major >= $MIN_DRIVER: ok"
 }
 
+# The GPU's state, for the record (never fails: older drivers lack some fields).
+gpu_state() {
+  nvidia-smi --query-gpu=name,compute_mode,mig.mode.current,clocks.sm,clocks.max.sm,clocks.mem,\
+power.draw,power.limit,temperature.gpu --format=csv 2>&1
+  return 0
+}
+
+# The kernel tests on cuda; on a failure, once more with CUDA_LAUNCH_BLOCKING=1 (every launch
+# waits for its kernel, so an illegal access is reported at its own kernel). Exits with the
+# first run's status.
+kernel_tests() {
+  "$BUILD/tests/kernels/test_kernels" -tc='cuda:*' --no-skip=true && return 0
+  local rc=$?
+  echo "== the kernel tests failed (exit $rc); again with CUDA_LAUNCH_BLOCKING=1:"
+  CUDA_LAUNCH_BLOCKING=1 "$BUILD/tests/kernels/test_kernels" -tc='cuda:*' --no-skip=true
+  echo "== CUDA_LAUNCH_BLOCKING=1 run: exit $?"
+  return $rc
+}
+
+# sanitize TOOL TESTS: compute-sanitizer's TOOL over the cuda kernel tests matching TESTS
+# (doctest -tc filters); any error it reports fails the step.
+sanitize() {
+  local cs=${RG_COMPUTE_SANITIZER:-}
+  [[ -n $cs ]] || cs=$(command -v compute-sanitizer ||
+    ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
+      2>/dev/null | head -1)
+  if [[ ! -x $cs ]]; then
+    echo "compute-sanitizer not found (RG_COMPUTE_SANITIZER, PATH, /usr/local/cuda*): cannot check"
+    return 1
+  fi
+  "$cs" --tool "$1" --error-exitcode 1 --print-limit 20 "$BUILD/tests/kernels/test_kernels" \
+    -tc="$2" --no-skip=true
+}
+ROW_TESTS='cuda:*row*,cuda:*reduce*,cuda:*softmax*,cuda:*layernorm*,cuda:*cross_entropy*,cuda:*attention*'
+
 note "# ringgrad gpu_check ($(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
 note "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 publish
-export -f driver_check
-export MIN_DRIVER
+export -f driver_check gpu_state kernel_tests sanitize
+export MIN_DRIVER BUILD ROW_TESTS
 TAIL=5 step "driver" 20 bash -c driver_check || {
   note "" "total $(elapsed) s, FAILED at the driver check"
   publish
   exit 1
 }
+TAIL=15 step "gpu state" 20 bash -c gpu_state
 if [[ ${1:-} == --driver-only ]]; then
   note "" "total $(elapsed) s, driver only: PASSED"
   publish
@@ -133,10 +176,13 @@ fi
 add_missing_libraries
 publish
 if [[ $STATUS -eq 0 ]]; then
-  TAIL=30 step "kernel tests on cuda" 90 "$BUILD/tests/kernels/test_kernels" -tc='cuda:*' --no-skip=true
-  TAIL=40 step "bench/kernels (floors enforced)" 60 "$BUILD/bench/kernels"
+  TAIL=40 step "kernel tests on cuda" 120 bash -c kernel_tests
   # run directly, not through meson: its "no GPU" exit (77) must count as a failure here
-  TAIL=20 step "dist-nccl" 60 "$BUILD/tests/dist/test_dist_nccl"
+  TAIL=20 step "dist-nccl" 100 "$BUILD/tests/dist/test_dist_nccl"
+  TAIL=25 step "compute-sanitizer memcheck" 150 bash -c 'sanitize memcheck "cuda:*"'
+  TAIL=25 step "compute-sanitizer racecheck" 60 bash -c 'sanitize racecheck "$ROW_TESTS"'
+  TAIL=25 step "compute-sanitizer synccheck" 60 bash -c 'sanitize synccheck "$ROW_TESTS"'
+  TAIL=40 step "bench/kernels (floors enforced)" 60 "$BUILD/bench/kernels"
   TAIL=30 step "train_step on cuda" 60 "$BUILD/bench/train_step" 4 256 8 128 10 1 1 --device cuda
 fi
 note ""

@@ -17,8 +17,8 @@ int64 = dtype.int64
 bool = dtype.bool  # noqa: A001 (torch.bool, as PyTorch names it)
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
 
-from ringgrad import nn, optim  # noqa: E402 (they import the names above)
+from ringgrad import nn, optim, distributed  # noqa: E402 (they import the names above)
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "is_grad_enabled", "set_grad_enabled", "matmul",
-           "float32", "float64", "bfloat16", "int32", "int64", "bool", "nn", "optim"]
+           "float32", "float64", "bfloat16", "int32", "int64", "bool", "nn", "optim", "distributed"]

@@ -89,7 +89,11 @@ void bind_autograd(TensorClass& c) {
       "backward",
       [](const Tensor& t, nb::object gradient, bool retain_graph) {
         Tensor g = gradient.is_none() ? Tensor() : nb::cast<Tensor>(gradient);
-        as_runtime_error([&] { t.backward(g, retain_graph); });
+        // Without the GIL: DDP's hooks wait for other ranks during backward.
+        as_runtime_error([&] {
+          nb::gil_scoped_release release;
+          t.backward(g, retain_graph);
+        });
       },
       nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = false);
   c.def("detach", &Tensor::detach);

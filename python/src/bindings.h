@@ -14,6 +14,7 @@ void bind_tensor(nb::module_& m);  // the Tensor class: metadata, autograd, oper
 void bind_numpy(nb::module_& m);   // from_numpy, Tensor.numpy (zero-copy where possible)
 void bind_ops(nb::module_& m);     // factories, the op table's functions, nn ops, grad mode
 void bind_optim(nb::module_& m);   // SGD and AdamW over the C++ optimizers
+void bind_dist(nb::module_& m);    // process groups, collectives, the DDP reducer
 
 // Runs fn; an rg::Error it throws becomes a Python RuntimeError with the same message. For
 // calls whose failures are about state, not arguments (backward, an optimizer's step).

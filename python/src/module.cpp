@@ -10,4 +10,5 @@ NB_MODULE(_C, m) {
   bind_numpy(m);
   bind_ops(m);
   bind_optim(m);
+  bind_dist(m);
 }

@@ -36,6 +36,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ringgrad-py-") as staging:
         assemble(sys.argv[1], staging)
         sys.path.insert(0, staging)
+        # Ranks the tests launch (rgrun ... python script.py) import the same package.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [staging] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         return pytest.main(["-q", "-p", "no:cacheprovider", HERE] + sys.argv[2:])
 
 

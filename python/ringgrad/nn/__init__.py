@@ -2,5 +2,6 @@
 from ringgrad.nn import functional
 from ringgrad.nn.module import Module, Parameter
 from ringgrad.nn.layers import GELU, Linear, ReLU, Sequential
+from ringgrad.nn import parallel
 
-__all__ = ["Module", "Parameter", "Linear", "GELU", "ReLU", "Sequential", "functional"]
+__all__ = ["Module", "Parameter", "Linear", "GELU", "ReLU", "Sequential", "functional", "parallel"]

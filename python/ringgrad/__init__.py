@@ -15,6 +15,13 @@ bfloat16 = dtype.bfloat16
 int32 = dtype.int32
 int64 = dtype.int64
 bool = dtype.bool  # noqa: A001 (torch.bool, as PyTorch names it)
+Tensor.register_hook = lambda self, hook: _C.register_hook(self, hook)
+Tensor.register_hook.__doc__ = "hook(grad) runs when this tensor's gradient is computed; it may "\
+    "return a replacement gradient (torch.Tensor.register_hook)."
+Tensor.register_post_accumulate_grad_hook = \
+    lambda self, hook: _C.register_post_accumulate_grad_hook(self, hook)
+Tensor.register_post_accumulate_grad_hook.__doc__ = "hook(param) runs once param.grad is final "\
+    "for this backward (torch.Tensor.register_post_accumulate_grad_hook)."
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
 
 from ringgrad import nn, optim, distributed  # noqa: E402 (they import the names above)

@@ -11,4 +11,5 @@ NB_MODULE(_C, m) {
   bind_ops(m);
   bind_optim(m);
   bind_dist(m);
+  bind_hooks(m);
 }

@@ -75,3 +75,26 @@ def test_no_grad_restores_the_mode_after_an_exception():
         with rg.no_grad():
             raise KeyError("inside")
     assert rg.is_grad_enabled()
+
+
+def test_hooks_see_and_replace_gradients_and_run_after_accumulation():
+    x = rg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 2)  # doubles x's gradient
+    finished = []
+    x.register_post_accumulate_grad_hook(lambda p: finished.append(p.grad.numpy().copy()))
+    (x * x).sum().backward()
+    assert seen[0].tolist() == [2.0, 4.0, 6.0]
+    assert x.grad.numpy().tolist() == [4.0, 8.0, 12.0]
+    assert finished[0].tolist() == [4.0, 8.0, 12.0]  # after the replacement was accumulated
+
+
+def test_a_hook_that_raises_stops_backward_with_its_exception():
+    x = rg.tensor([1.0], requires_grad=True)
+
+    def fail(grad):
+        raise KeyError("from the hook")
+
+    x.register_hook(fail)
+    with pytest.raises(KeyError, match="from the hook"):
+        (x * 3).sum().backward()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import ringgrad as rg
+from ringgrad import nn
 
 
 def finite_difference(f, x, eps=1e-6):
@@ -98,3 +99,20 @@ def test_a_hook_that_raises_stops_backward_with_its_exception():
     x.register_hook(fail)
     with pytest.raises(KeyError, match="from the hook"):
         (x * 3).sum().backward()
+
+
+def test_gradcheck_passes_the_ops_and_catches_a_wrong_gradient():
+    rg.manual_seed(3)
+    a = rg.randn(3, 4, dtype=rg.float64).requires_grad_()
+    b = rg.randn(4, 2, dtype=rg.float64).requires_grad_()
+    assert rg.autograd.gradcheck(lambda x, y: rg.softmax(x @ y, -1), (a, b))
+    assert rg.autograd.gradcheck(lambda x: (nn.functional.gelu(x) * x).sum(), (a,))
+    target = rg.tensor([0, 1, 3])
+    assert rg.autograd.gradcheck(lambda x: nn.functional.cross_entropy(x, target), (a,))
+    c = rg.randn(5, dtype=rg.float64).requires_grad_()
+    c.register_hook(lambda g: g * 1.5)  # backward now disagrees with the function
+    with pytest.raises(rg.autograd.GradcheckError, match="input 0"):
+        rg.autograd.gradcheck(lambda x: (x * x).sum(), (c,))
+    assert not rg.autograd.gradcheck(lambda x: (x * x).sum(), (c,), raise_exception=False)
+    with pytest.raises(ValueError, match="float64"):
+        rg.autograd.gradcheck(lambda x: x.sum(), (rg.randn(3).requires_grad_(),))

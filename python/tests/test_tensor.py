@@ -113,3 +113,20 @@ def test_repr_shows_values_pytorch_style():
 def test_unsupported_numpy_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="unsupported dtype"):
         rg.from_numpy(np.zeros(3, dtype=np.complex64))
+
+
+def test_dlpack_round_trips_with_numpy_share_memory():
+    t = rg.arange(6, dtype=rg.float32).reshape(2, 3)
+    assert t.__dlpack_device__() == (1, 0)
+    a = np.from_dlpack(t)  # NumPy takes the tensor without a copy
+    assert a.shape == (2, 3) and a.dtype == np.float32
+    a[0, 0] = 42
+    assert t.numpy()[0, 0] == 42
+    b = np.arange(4, dtype=np.float64)
+    u = rg.from_dlpack(b)  # and ringgrad takes NumPy's
+    b[1] = -7
+    assert u.dtype == rg.float64 and u.numpy().tolist() == [0.0, -7.0, 2.0, 3.0]
+    back = np.from_dlpack(rg.from_dlpack(b))
+    back[2] = 5
+    assert b[2] == 5
+    assert rg.from_dlpack(t) is t

@@ -16,6 +16,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
 #include "autograd/meta.h"
+#include "core/interrupt.h"
 
 namespace rg {
 
@@ -124,6 +125,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   ReadyQueue ready;
   ready.push(root_node.get());
   while (!ready.empty()) {
+    throw_if_interrupted("backward");  // Ctrl-C (core/interrupt.h): stop between nodes
     Node* node = ready.top();
     ready.pop();
     Tensor grad = std::move(pending[node]);

@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "ops/ops.h"
 #include "python/src/bindings.h"
+#include "python/src/interrupt.h"
 
 namespace rg::python {
 
@@ -89,11 +90,16 @@ void bind_autograd(TensorClass& c) {
       "backward",
       [](const Tensor& t, nb::object gradient, bool retain_graph) {
         Tensor g = gradient.is_none() ? Tensor() : nb::cast<Tensor>(gradient);
-        // Without the GIL: DDP's hooks wait for other ranks during backward.
-        as_runtime_error([&] {
+        // Without the GIL (DDP's hooks wait for other ranks during backward), and Ctrl-C
+        // stops it at the next node, raising KeyboardInterrupt.
+        SigintScope sigint;
+        try {
           nb::gil_scoped_release release;
           t.backward(g, retain_graph);
-        });
+        } catch (const Error& e) {
+          raise_pending_signal();
+          throw nb::builtin_exception(nb::exception_type::runtime_error, e.what());
+        }
       },
       nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = false);
   c.def("detach", &Tensor::detach);

@@ -116,3 +116,23 @@ def test_gradcheck_passes_the_ops_and_catches_a_wrong_gradient():
     assert not rg.autograd.gradcheck(lambda x: (x * x).sum(), (c,), raise_exception=False)
     with pytest.raises(ValueError, match="float64"):
         rg.autograd.gradcheck(lambda x: x.sum(), (rg.randn(3).requires_grad_(),))
+
+
+def test_ctrl_c_stops_backward_between_nodes_with_keyboard_interrupt():
+    import os
+    import signal
+    import threading
+
+    x = rg.randn(64, 64, dtype=rg.float64).requires_grad_()
+    y = x
+    for _ in range(20000):  # a long chain: backward has 40000 nodes to run
+        y = y * 1.0 + 0.0
+    # The first node backward runs starts a thread that sends SIGINT to this process: it runs
+    # once the hook returns the GIL, while backward goes on without it.
+    y.register_hook(lambda g: threading.Thread(
+        target=os.kill, args=(os.getpid(), signal.SIGINT)).start())
+    with pytest.raises(KeyboardInterrupt):
+        y.sum().backward()
+    assert x.grad is None  # stopped before reaching the leaf
+    (x * 2).sum().backward()  # and the next backward runs normally
+    assert x.grad.numpy()[0, 0] == 2.0

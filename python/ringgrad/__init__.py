@@ -5,6 +5,7 @@ ops are C++; this package gives them PyTorch's names and signatures.
 """
 from ringgrad import _C
 from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_enabled
+from ringgrad._C import set_num_threads, get_num_threads
 from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
                          softmax, log_softmax, where, clamp, maximum, minimum)
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
@@ -28,5 +29,5 @@ dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torc
 from ringgrad import autograd, nn, optim, distributed  # noqa: E402 (they import the names above)
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "rand", "randn",
-           "arange", "no_grad", "manual_seed", "is_grad_enabled", "set_grad_enabled", "matmul",
+           "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed"]

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "autograd/grad_mode.h"
+#include "core/parallel.h"
 #include "ops/ops.h"
 #include "python/src/bindings.h"
 
@@ -25,6 +26,8 @@ void bind_dtypes_and_grad_mode(nb::module_& m) {
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("set_grad_enabled", &GradMode::set_enabled, nb::arg("enabled"));
   m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("set_num_threads", &set_num_threads, nb::arg("n"));  // intra-op threads
+  m.def("get_num_threads", &get_num_threads);
 }
 
 void bind_factories(nb::module_& m) {
@@ -79,6 +82,27 @@ void bind_nn_ops(nb::module_& m) {
   });
 }
 
+// The transformer's ops: embedding, layer norm, the fused attention.
+void bind_transformer_ops(nb::module_& m) {
+  m.def("embedding",
+        [](const Tensor& weight, const Tensor& idx) { return embedding(weight, idx); });
+  m.def(
+      "layer_norm",
+      [](const Tensor& x, const Shape& shape, std::optional<Tensor> w, std::optional<Tensor> b,
+         double eps) {
+        return layer_norm(x, shape, w.value_or(Tensor()), b.value_or(Tensor()), eps);
+      },
+      nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight").none(),
+      nb::arg("bias").none(), nb::arg("eps"));
+  m.def("scaled_dot_product_attention",
+        [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double scale) {
+          return scaled_dot_product_attention(q, k, v, is_causal, scale);
+        });
+  m.def("packed_qkv_attention", [](const Tensor& qkv, int64_t n_head, bool is_causal) {
+    return packed_qkv_attention(qkv, n_head, is_causal);
+  });
+}
+
 }  // namespace
 
 void bind_ops(nb::module_& m) {
@@ -86,6 +110,7 @@ void bind_ops(nb::module_& m) {
   bind_factories(m);
   bind_elementwise(m);
   bind_nn_ops(m);
+  bind_transformer_ops(m);
 }
 
 }  // namespace rg::python

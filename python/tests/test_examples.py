@@ -54,3 +54,13 @@ def test_example_with_torchrun_variables(script, args):
     for rank, r in enumerate(ranks):
         assert r.returncode == 0, f"rank {rank}: {outputs[rank]}"
     assert difference(outputs[0]) <= 1e-12
+
+
+@pytest.mark.skipif(not os.environ.get("RG_BUILD_ROOT"), reason="RG_BUILD_ROOT is not set")
+def test_python_step_bench_prints_its_ratio():
+    bench = os.path.join(EXAMPLES, "..", "..", "bench", "python_step.py")
+    run = subprocess.run([sys.executable, bench, os.environ["RG_BUILD_ROOT"], "--layers", "1",
+                          "--width", "16", "--batch", "2", "--seq", "8", "--steps", "1",
+                          "--rounds", "1"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"python step [\d.]+ ms, C\+\+ step [\d.]+ ms, ratio [\d.]+", run.stdout)

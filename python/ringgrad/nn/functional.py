@@ -29,3 +29,24 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
 
 def mse_loss(input, target, reduction="mean"):
     return _C.mse_loss(input, target, reduction)
+
+
+def embedding(input, weight):
+    return _C.embedding(weight, input)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _C.layer_norm(input, shape, weight, bias, eps)
+
+
+def scaled_dot_product_attention(query, key, value, is_causal=False, scale=None):
+    """softmax(scale * q @ k^T) @ v by the fused kernel (no mask, no dropout; scale: 1/sqrt(D))."""
+    return _C.scaled_dot_product_attention(query, key, value, is_causal,
+                                           0.0 if scale is None else float(scale))
+
+
+def packed_qkv_attention(qkv, n_head, is_causal=True):
+    """Multi-head attention of the heads in one [B, T, 3C] projection (q, k, v side by side),
+    cut and merged inside one node (GPT's c_attn output)."""
+    return _C.packed_qkv_attention(qkv, n_head, is_causal)

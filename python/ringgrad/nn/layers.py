@@ -62,3 +62,39 @@ class Sequential(Module):
         for module in self.children():
             x = module(x)
         return x
+
+
+class Embedding(Module):
+    """weight[input]: weight [num_embeddings, embedding_dim] drawn from N(0, 1)
+    (torch.nn.Embedding's default initialization)."""
+
+    def __init__(self, num_embeddings, embedding_dim, dtype=_C.dtype.float32):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.weight = Parameter(_C.randn([num_embeddings, embedding_dim], dtype))
+
+    def forward(self, input):
+        return F.embedding(input, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class LayerNorm(Module):
+    """Normalizes the last dims to mean 0 and variance 1, then weight * x + bias (ones and
+    zeros at first, torch.nn.LayerNorm's)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, bias=True, dtype=_C.dtype.float32):
+        super().__init__()
+        shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.weight = Parameter(_C.ones(shape, dtype))
+        self.bias = Parameter(_C.zeros(shape, dtype)) if bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{tuple(self.normalized_shape)}, eps={self.eps}"

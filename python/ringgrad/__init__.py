@@ -10,6 +10,7 @@ from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, 
                          softmax, log_softmax, where, clamp, maximum, minimum)
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
+from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
 
 float32 = dtype.float32
 float64 = dtype.float64

@@ -119,6 +119,14 @@ void bind_shape_methods(TensorClass& c) {
   });
   c.def("flatten", &Tensor::flatten, nb::arg("start_dim") = 0, nb::arg("end_dim") = -1);
   c.def("unsqueeze", &Tensor::unsqueeze);
+  // The views indexing is made of (ringgrad/_indexing.py): t[i] selects, t[a:b:s] slices.
+  c.def("select", &Tensor::select, nb::arg("dim"), nb::arg("index"));
+  c.def("slice", &Tensor::slice, nb::arg("dim"), nb::arg("start"), nb::arg("end"),
+        nb::arg("step") = 1);
+  c.def("expand", [](const Tensor& t, nb::args a) { return t.expand(shape_from_args(a)); });
+  c.def("narrow", &Tensor::narrow, nb::arg("dim"), nb::arg("start"), nb::arg("length"));
+  c.def("copy_", [](const Tensor& t, const Tensor& src) { return t.copy_(src); });
+  c.def("fill_", [](const Tensor& t, double value) { return t.fill_(value); });
   c.def(
       "squeeze",
       [](const Tensor& t, nb::object dim) {

@@ -130,3 +130,30 @@ def test_dlpack_round_trips_with_numpy_share_memory():
     back[2] = 5
     assert b[2] == 5
     assert rg.from_dlpack(t) is t
+
+
+def test_indexing_gives_views_that_share_memory_and_carry_gradients():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = rg.from_numpy(a.copy())
+    for key in [0, -1, (1, 2), (slice(None), 1), (Ellipsis, 0), (0, slice(1, 3)),
+                (slice(None, None, 2), slice(None), slice(1, None, 2)), (None, 0), (0, None, 2),
+                (Ellipsis, None), slice(5, 9), (1, Ellipsis, slice(-3, -1))]:
+        assert np.array_equal(t[key].numpy(), a[key]), key
+    view = t[1, :, 1:3]
+    view[0, 0] = 100.0  # writes through to t
+    assert t.numpy()[1, 0, 1] == 100.0
+    t[0] = 7.0
+    assert (t.numpy()[0] == 7.0).all()
+    t[1, 2] = rg.tensor([1.0, 2.0, 3.0, 4.0])
+    assert t.numpy()[1, 2].tolist() == [1.0, 2.0, 3.0, 4.0]
+    x = rg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    (x[:, 1:] * 2).sum().backward()
+    assert x.grad.numpy().tolist() == [[0.0, 2.0, 2.0], [0.0, 2.0, 2.0]]
+    with pytest.raises(IndexError, match="out of bounds for dimension 1 with size 3"):
+        t[0, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        t[0, 0, 0, 0]
+    with pytest.raises(TypeError, match="not supported"):
+        t[rg.tensor([0, 1])]
+    with pytest.raises(ValueError, match="step"):
+        t[::-1]

@@ -11,6 +11,7 @@ from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, 
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
 from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
+from ringgrad.serialization import save, load
 
 float32 = dtype.float32
 float64 = dtype.float64
@@ -29,6 +30,6 @@ dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torc
 
 from ringgrad import autograd, nn, optim, distributed  # noqa: E402 (they import the names above)
 
-__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "rand", "randn",
+__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed"]

@@ -98,6 +98,8 @@ void bind_transformer_ops(nb::module_& m) {
         [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double scale) {
           return scaled_dot_product_attention(q, k, v, is_causal, scale);
         });
+  m.def("dropout",
+        [](const Tensor& x, double p, bool training) { return dropout(x, p, training); });
   m.def("packed_qkv_attention", [](const Tensor& qkv, int64_t n_head, bool is_causal) {
     return packed_qkv_attention(qkv, n_head, is_causal);
   });

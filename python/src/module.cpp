@@ -12,4 +12,5 @@ NB_MODULE(_C, m) {
   bind_optim(m);
   bind_dist(m);
   bind_hooks(m);
+  bind_io(m);
 }

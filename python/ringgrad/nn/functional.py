@@ -50,3 +50,7 @@ def packed_qkv_attention(qkv, n_head, is_causal=True):
     """Multi-head attention of the heads in one [B, T, 3C] projection (q, k, v side by side),
     cut and merged inside one node (GPT's c_attn output)."""
     return _C.packed_qkv_attention(qkv, n_head, is_causal)
+
+
+def dropout(input, p=0.5, training=True):
+    return _C.dropout(input, p, training)

@@ -58,6 +58,12 @@ class Sequential(Module):
         for i, module in enumerate(modules):
             setattr(self, str(i), module)
 
+    def __getitem__(self, index):
+        return list(self._modules.values())[index]
+
+    def __len__(self):
+        return len(self._modules)
+
     def forward(self, x):
         for module in self.children():
             x = module(x)
@@ -98,3 +104,42 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return f"{tuple(self.normalized_shape)}, eps={self.eps}"
+
+
+class Dropout(Module):
+    """Zeroes each element with probability p in training (scaling the others by 1/(1-p));
+    the identity in eval()."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class ModuleList(Module):
+    """A list of modules, registered as submodules "0", "1", ... (torch.nn.ModuleList)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for module in modules:
+            self.append(module)
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, index):
+        return list(self._modules.values())[index]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

@@ -60,6 +60,36 @@ class Module:
         for _, p in self.named_parameters():
             yield p
 
+    def state_dict(self):
+        """{dotted name: tensor} of every parameter, in parameters() order: the tensors
+        themselves, detached (they share the parameters' memory, as PyTorch's do)."""
+        return {name: p.detach() for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copies each entry into the parameter of that name (same shape; the dtype is
+        converted). strict: every parameter must be given and no other name. Returns the
+        (missing, unexpected) names."""
+        own = dict(self.named_parameters())
+        missing = [name for name in own if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"load_state_dict: missing keys {missing}, unexpected keys "
+                               f"{unexpected}")
+        for name, value in state_dict.items():
+            if name not in own:
+                continue
+            target = own[name]
+            if list(value.shape) != list(target.shape):
+                raise RuntimeError(f"load_state_dict: '{name}' has shape {list(value.shape)}, "
+                                   f"the parameter {list(target.shape)}")
+            with_grad = _C.is_grad_enabled()
+            _C.set_grad_enabled(False)
+            try:
+                target.detach().copy_(value.to(target.dtype))
+            finally:
+                _C.set_grad_enabled(with_grad)
+        return missing, unexpected
+
     def children(self):
         return iter(self._modules.values())
 

@@ -1,0 +1,38 @@
+"""The type stubs (ringgrad/_C.pyi, written by python/stubs.py) parse and name every function
+and class of the extension, and every Tensor method: a binding added without regenerating
+them fails here."""
+import ast
+import os
+
+import ringgrad as rg
+
+STUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ringgrad", "_C.pyi")
+
+
+def defined_names(body):
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def public(names):
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_the_stubs_name_every_binding():
+    tree = ast.parse(open(STUB).read())
+    top = defined_names(tree.body)
+    missing = public(dir(rg._C)) - top
+    assert not missing, f"python/ringgrad/_C.pyi lacks {sorted(missing)}: run python/stubs.py"
+    tensor = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
+    methods = defined_names(tensor.body)
+    missing = public(dir(rg.Tensor)) - methods
+    assert not missing, f"Tensor in _C.pyi lacks {sorted(missing)}: run python/stubs.py"
+    assert {"__getitem__", "__dlpack__", "register_hook"} <= methods

@@ -2,6 +2,8 @@
 // run when its flags are given:
 //   --fit          α, β, γ per tier from bench/allreduce tables (scripts/scale_measure.sh)
 //   --validate     predicted vs measured all-reduce times (tables of ringgrad's own choice)
+//   --fit-hosts    α, β of the network between hosts from a bench/two_hosts.sh table
+//   --validate-hosts  predicted vs measured times and network bytes of a bench/two_hosts.sh table
 //   --trace        predicted vs measured DDP step times from an rgtrain --trace file
 //   --predict      GPT-2 124M data-parallel on 8-1024 GPUs (figures in docs/scale.md)
 #include <algorithm>
@@ -22,8 +24,10 @@ using namespace rg::sim;
 struct Args {
   std::string calibration = "bench/scale_calibration.json", output;
   std::vector<std::string> fit_shm, fit_net, validate;
-  std::string trace;
+  std::string trace, fit_hosts, validate_hosts;
   int nproc = 2, skip_steps = 2;
+  int hosts = 2, per_host = 2, nics = 1;         // --fit-hosts, --validate-hosts
+  std::vector<double> hosts_splits;              // --fit-hosts: regimes (default: one)
   std::vector<double> splits{2 << 20, 8 << 20};  // regimes: in L2, a knee, beyond
   int cores = std::max(1, int(std::thread::hardware_concurrency()));
   bool predict = false, no_overlap = false, cold_buckets = false;
@@ -44,7 +48,9 @@ void print_tier(const char* name, const char* regime, const Tier& t) {
               t.alpha * 1e6, t.beta * 1e9, t.beta > 0 ? 1e-9 / t.beta : 0.0, t.gamma * 1e9);
 }
 
-void print_fit(const char* name, const Link& l, const std::vector<Sample>& s) {
+// by_step: regimes by the bytes of one message step (the network between hosts), else by buffer.
+void print_fit(const char* name, const Link& l, const std::vector<Sample>& s,
+               bool by_step = false) {
   for (size_t i = 0; i < l.tiers.size(); ++i) {
     const std::string upto =
         i < l.splits.size() ? "up to " + std::to_string(int64_t(l.splits[i])) + " B" : "above";
@@ -53,7 +59,7 @@ void print_fit(const char* name, const Link& l, const std::vector<Sample>& s) {
   std::printf("  %-7s %12s %12s %12s %8s\n", "algo", "bytes", "measured us", "fit us", "error");
   for (const Sample& x : s) {
     const Terms k = x.algo == Algo::ring ? ring_terms(x.n, x.bytes) : direct_terms(x.n, x.bytes);
-    const double fit = k.time(l.at(x.bytes));
+    const double fit = k.time(l.at(by_step ? k.b / k.a : x.bytes));
     std::printf("  %-7s %12.0f %12.1f %12.1f %+7.0f%%\n", algo_name(x.algo), x.bytes,
                 x.seconds * 1e6, fit * 1e6, 100 * (fit / x.seconds - 1));
   }
@@ -88,6 +94,57 @@ void run_validate(const Args& a, const Calibration& c) {
                   model, 100 * (model / r.micros - 1), shared, 100 * (shared / r.micros - 1));
     }
   }
+}
+
+// The table's algorithms in its column names, and the model's.
+const std::vector<std::pair<std::string, Algo>> kHostsAlgos{
+    {"ring", Algo::ring}, {"two-level", Algo::two_level}, {"direct", Algo::direct}};
+
+// The network tier between hosts from a bench/two_hosts.sh table (ring and direct columns) of
+// `hosts` hosts of `per_host` ranks, α and β per regime (--hosts-split-bytes: the bytes a rank
+// sends in one message step); γ is the shm tier's (the same CPUs reduce, and next to the link's β
+// it is too small to fit).
+Calibration run_fit_hosts(const Args& a, Calibration c) {
+  std::vector<std::vector<Sample>> regimes(a.hosts_splits.size() + 1);
+  const int n = a.hosts * a.per_host;
+  for (const HostsRow& r : read_hosts_table(a.fit_hosts))
+    for (const auto& [name, algo] : kHostsAlgos)
+      if ((algo == Algo::ring || algo == Algo::direct) && r.ms.contains(name)) {
+        const Terms t = algo == Algo::ring ? ring_terms(n, r.bytes) : direct_terms(n, r.bytes);
+        size_t i = 0;  // by the bytes of one message step, as the model picks the regime
+        while (i < a.hosts_splits.size() && t.b / t.a > a.hosts_splits[i]) ++i;
+        regimes[i].push_back({algo, n, r.bytes, r.ms.at(name) * 1e-3});
+      }
+  c.hosts_net = Link{a.hosts_splits, {}};
+  std::vector<Sample> s;
+  for (const std::vector<Sample>& regime : regimes) {
+    c.hosts_net->tiers.push_back(fit_tier(regime, c.shm.tiers.front().gamma));
+    s.insert(s.end(), regime.begin(), regime.end());
+  }
+  c.hosts_note = "fit by bench/simulate --fit-hosts from bench/two_hosts.sh (" +
+                 std::to_string(a.hosts) + " hosts x " + std::to_string(a.per_host) +
+                 " ranks, shaped veth link; gamma: the shm tier's); regenerate: see docs/scale.md";
+  print_fit("hosts_net", *c.hosts_net, s, true);
+  if (!a.output.empty()) write_calibration(a.output, c);
+  return c;
+}
+
+// Predicted vs measured times (ms) and network bytes per algorithm, as markdown rows.
+void run_validate_hosts(const Args& a, const Calibration& c) {
+  if (!c.hosts_net) throw std::invalid_argument("the calibration has no hosts_net tier");
+  Cluster cl{a.hosts, a.per_host, c.shm, *c.hosts_net};
+  cl.nics = a.nics;
+  std::printf(
+      "| bytes | algorithm | measured ms | model ms | error | network B measured | model |\n"
+      "|---|---|---|---|---|---|---|\n");
+  for (const HostsRow& r : read_hosts_table(a.validate_hosts))
+    for (const auto& [name, algo] : kHostsAlgos) {
+      if (!r.ms.contains(name)) continue;
+      const double model = allreduce_seconds(cl, algo, r.bytes) * 1e3, meas = r.ms.at(name);
+      const double net = r.network.contains(name) ? r.network.at(name) : 0;
+      std::printf("| %.0f | %s | %.3f | %.3f | %+.0f%% | %.0f | %.0f |\n", r.bytes, name.c_str(),
+                  meas, model, 100 * (model / meas - 1), net, network_bytes(cl, algo, r.bytes));
+    }
 }
 
 // Bucket b may start only once every rank has launched it: ready = max over ranks (and
@@ -153,6 +210,24 @@ void add_options(CLI::App& app, Args& a) {
                  "bench/allreduce tables named *_nN.txt (N ranks; default: none)");
   app.add_option("--cores", a.cores, "--validate: cores of the measured host")
       ->check(CLI::PositiveNumber);
+  app.add_option(
+      "--fit-hosts", a.fit_hosts,
+      "bench/two_hosts.sh table to fit the network between hosts from (with "
+      "--hosts, --per-host; written to --output with the rest of --calibration; default: "
+      "none)");
+  app.add_option("--validate-hosts", a.validate_hosts,
+                 "bench/two_hosts.sh table to check against (with --hosts, --per-host, --nics; "
+                 "default: none)");
+  app.add_option(
+      "--hosts-split-bytes", a.hosts_splits,
+      "--fit-hosts: largest message step of each regime but the last (default: one regime)");
+  app.add_option("--hosts", a.hosts, "--fit-hosts, --validate-hosts: hosts")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--per-host", a.per_host, "--fit-hosts, --validate-hosts: ranks per host")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--nics", a.nics,
+                 "--validate-hosts: network links per host, shared by its ranks (0: one per rank)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--trace", a.trace,
                  "rgtrain --trace file of a DDP run on one host (default: none)");
   app.add_option("--nproc", a.nproc, "ranks of the fit tables and the trace")
@@ -171,8 +246,11 @@ void run(const Args& a) {
   if (a.fit_shm.empty() != a.fit_net.empty())
     throw std::invalid_argument("--fit-shm and --fit-net go together");
   if (!a.fit_shm.empty()) run_fit(a);
-  const bool needs = !a.validate.empty() || !a.trace.empty();
-  const Calibration c = needs ? read_calibration(a.calibration) : Calibration{};
+  const bool needs =
+      !a.validate.empty() || !a.trace.empty() || !a.fit_hosts.empty() || !a.validate_hosts.empty();
+  Calibration c = needs ? read_calibration(a.calibration) : Calibration{};
+  if (!a.fit_hosts.empty()) c = run_fit_hosts(a, c);
+  if (!a.validate_hosts.empty()) run_validate_hosts(a, c);
   if (!a.validate.empty()) run_validate(a, c);
   if (!a.trace.empty()) run_trace(a, c);
   if (a.predict) run_predict(a.pc);

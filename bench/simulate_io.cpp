@@ -44,6 +44,55 @@ std::vector<Row> read_allreduce_table(const std::string& path) {
 
 namespace {
 
+std::vector<std::string> cells(const std::string& line) {  // "| a | b |" -> {"a", "b"}
+  std::vector<std::string> out;
+  std::istringstream s(line);
+  std::string cell;
+  std::getline(s, cell, '|');  // before the first bar
+  while (std::getline(s, cell, '|')) {
+    const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+    out.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+  }
+  if (!out.empty() && out.back().empty()) out.pop_back();
+  return out;
+}
+
+// Column i's role: {"ms" or "network", algorithm}, or {"", ""}.
+std::pair<std::string, std::string> hosts_column(const std::string& head) {
+  const std::string ms = " ms", net = "network B: ";
+  if (head.size() > ms.size() && head.ends_with(ms))
+    return {"ms", head.substr(0, head.size() - ms.size())};
+  if (head.starts_with(net)) return {"network", head.substr(net.size())};
+  return {"", ""};
+}
+
+}  // namespace
+
+std::vector<HostsRow> read_hosts_table(const std::string& path) {
+  std::ifstream in = open(path);
+  std::vector<std::pair<std::string, std::string>> columns;
+  std::vector<HostsRow> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> c = cells(line);
+    if (c.empty() || c[0].starts_with("---")) continue;
+    if (c[0] == "bytes") {
+      columns.clear();
+      for (const std::string& h : c) columns.push_back(hosts_column(h));
+      continue;
+    }
+    HostsRow r{std::stod(c[0]), {}, {}};
+    for (size_t i = 1; i < std::min(c.size(), columns.size()); ++i)
+      if (!columns[i].first.empty())
+        (columns[i].first == "ms" ? r.ms : r.network)[columns[i].second] = std::stod(c[i]);
+    rows.push_back(r);
+  }
+  if (rows.empty()) throw std::runtime_error(path + ": no bench/two_hosts.sh rows");
+  return rows;
+}
+
+namespace {
+
 json tier_json(const Tier& t) {
   return {{"alpha_us", t.alpha * 1e6},
           {"beta_ns_per_byte", t.beta * 1e9},
@@ -76,11 +125,20 @@ Link link_of(const json& j) {
 Calibration read_calibration(const std::string& path) {
   std::ifstream in = open(path);
   const json j = json::parse(in);
-  return {link_of(j.at("shm")), link_of(j.at("net")), j.value("note", "")};
+  Calibration c{link_of(j.at("shm")), link_of(j.at("net")), j.value("note", ""), {}, {}};
+  if (j.contains("hosts_net")) {
+    c.hosts_net = link_of(j.at("hosts_net"));
+    c.hosts_note = j.at("hosts_net").value("note", "");
+  }
+  return c;
 }
 
 void write_calibration(const std::string& path, const Calibration& c) {
-  const json j = {{"note", c.note}, {"shm", link_json(c.shm)}, {"net", link_json(c.net)}};
+  json j = {{"note", c.note}, {"shm", link_json(c.shm)}, {"net", link_json(c.net)}};
+  if (c.hosts_net) {
+    j["hosts_net"] = link_json(*c.hosts_net);
+    j["hosts_net"]["note"] = c.hosts_note;
+  }
   std::ofstream out(path);
   out << j.dump(1) << "\n";
   if (!out) throw std::runtime_error("cannot write " + path);

@@ -2,6 +2,8 @@
 // the calibration JSON (bench/scale_calibration.json). See docs/scale.md.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,21 @@ struct Row {
 };
 std::vector<Row> read_allreduce_table(const std::string& path);
 
-// The calibration: one tier per link kind, and how it was measured.
+// A bench/two_hosts.sh table: per size, each algorithm's median ms and network bytes, keyed
+// by the column names ("ring", "two-level", "direct").
+struct HostsRow {
+  double bytes = 0;
+  std::map<std::string, double> ms, network;
+};
+std::vector<HostsRow> read_hosts_table(const std::string& path);
+
+// The calibration: one tier per link kind, and how it was measured. hosts_net: the network
+// between hosts (bench/two_hosts.sh's shaped veth link; absent: no such tier, `hosts_note`).
 struct Calibration {
   Link shm, net;
   std::string note;
+  std::optional<Link> hosts_net;
+  std::string hosts_note;
 };
 Calibration read_calibration(const std::string& path);
 void write_calibration(const std::string& path, const Calibration& c);

@@ -58,15 +58,37 @@ Terms all_gather_terms(int n, double bytes) {
 
 namespace {
 
-// A flat ring over every rank: within one host all on shm; across hosts each of its
-// synchronous steps waits for the network hop (α and β of net; γ is the same computation).
 // The bytes that pick the regime of a transfer of `bytes`.
 double regime(const Cluster& c, double bytes) { return std::max(bytes, c.working_set); }
 
+// Time of terms on the network: its regime is picked by the bytes one link carries per
+// direction in one message step (β's coefficient over α's; --fit-hosts splits the same way).
+double on_net(const Cluster& c, const Terms& t) {
+  return t.time(c.net.at(std::max(t.b / std::max(t.a, 1.0), c.working_set)));
+}
+
+// Terms of a step in which every rank of a host sends across hosts at once: with fewer NICs
+// than ranks per host, each NIC carries local/nics ranks' bytes.
+Terms on_shared_nics(const Cluster& c, Terms t) {
+  if (c.nics > 0 && c.nics < c.local) t.b *= double(c.local) / c.nics;
+  return t;
+}
+
+// A flat ring over every rank: within one host all on shm; across hosts each of its
+// synchronous steps waits for the network hop (α and β of net; γ is the same computation).
+// Only one rank per host sends across hosts in a step, so NICs are not shared.
 double flat_ring(const Cluster& c, double bytes) {
   const Terms t = ring_terms(c.ranks(), bytes);
-  const double r = regime(c, bytes);
-  return t.time(c.hosts > 1 ? c.net.at(r) : c.shm.at(r));
+  return c.hosts > 1 ? on_net(c, t) : t.time(c.shm.at(regime(c, bytes)));
+}
+
+// Across hosts the N-L remote copies of each buffer bound the time (the L-1 local ones go
+// over shm at the same time); every rank reduces N-1 buffers.
+double direct(const Cluster& c, double bytes) {
+  const int n = c.ranks();
+  if (c.hosts == 1) return direct_terms(n, bytes).time(c.shm.at(regime(c, bytes)));
+  const Terms remote{1.0, double(n - c.local) * bytes, (n - 1) * bytes};
+  return on_net(c, on_shared_nics(c, remote));
 }
 
 double two_level(const Cluster& c, double bytes) {
@@ -74,27 +96,44 @@ double two_level(const Cluster& c, double bytes) {
   const double shard = bytes / c.local;
   const Tier& local = c.shm.at(regime(c, bytes));
   return reduce_scatter_terms(c.local, bytes).time(local) +
-         ring_terms(c.hosts, shard).time(c.net.at(regime(c, shard))) +
+         on_net(c, on_shared_nics(c, ring_terms(c.hosts, shard))) +
          all_gather_terms(c.local, bytes).time(local);
+}
+
+// ringgrad's choice (dist/allreduce_choice.cpp), with RG_DIST_ALLREDUCE=auto.
+Algo choice(const Cluster& c, double bytes, double direct_bytes) {
+  const double limit = c.hosts > 1 ? std::min(direct_bytes, kDirectBytesAcrossHosts) : direct_bytes;
+  if (bytes <= limit && c.ranks() > 1) return Algo::direct;
+  return c.hosts > 1 && c.local > 1 ? Algo::two_level : Algo::ring;
 }
 
 }  // namespace
 
 double allreduce_seconds(const Cluster& c, Algo algo, double bytes, double direct_bytes) {
-  const Tier& one = c.hosts > 1 ? c.net.at(regime(c, bytes)) : c.shm.at(regime(c, bytes));
   switch (algo) {
     case Algo::ring:
       return flat_ring(c, bytes);
     case Algo::direct:
-      return direct_terms(c.ranks(), bytes).time(one);
+      return direct(c, bytes);
     case Algo::two_level:
       return two_level(c, bytes);
     case Algo::ringgrad:
-      return bytes <= direct_bytes ? direct_terms(c.ranks(), bytes).time(one) : flat_ring(c, bytes);
+      return allreduce_seconds(c, choice(c, bytes, direct_bytes), bytes);
     case Algo::best:
       return std::min(flat_ring(c, bytes), two_level(c, bytes));
   }
   return 0;
+}
+
+double network_bytes(const Cluster& c, Algo algo, double bytes, double direct_bytes) {
+  const double n = c.ranks(), h = c.hosts;
+  if (c.hosts == 1) return 0;
+  if (algo == Algo::ringgrad) algo = choice(c, bytes, direct_bytes);
+  if (algo == Algo::best)
+    algo = two_level(c, bytes) < flat_ring(c, bytes) ? Algo::two_level : Algo::ring;
+  if (algo == Algo::two_level && c.local > 1) return 2 * (h - 1) * bytes;
+  if (algo == Algo::direct) return n * (n - c.local) * bytes;
+  return h * 2 * (n - 1) / n * bytes;
 }
 
 double bus_bandwidth(int n, double bytes, double seconds) {

@@ -36,8 +36,14 @@ struct Cluster {
   // Bytes that pick a link's regime when larger than the buffer: the memory a sequence of
   // all-reduces goes through (DDP's buckets are fresh memory each step, not one hot buffer).
   double working_set = 0;
+  // Network links per host, each with net's β per direction; 0: one per rank (GPU nodes with
+  // a NIC per GPU). With fewer, the ranks of a host that send across hosts at once share them.
+  int nics = 0;
   int ranks() const { return hosts * local; }
 };
+
+// ringgrad's direct exchange limit across hosts (RG_DIST_DIRECT_BYTES_ACROSS_HOSTS).
+inline constexpr double kDirectBytesAcrossHosts = 8 << 10;
 
 enum class Algo { ring, direct, two_level, ringgrad, best };
 Algo algo_from_name(const std::string& name);
@@ -55,9 +61,14 @@ Terms all_gather_terms(int n, double bytes);      // N-1 steps, (N-1)/N·B sent
 
 // Seconds for one all-reduce of `bytes` on the cluster. ring: one flat ring over all ranks
 // (across hosts every step waits for its network hop); two_level: reduce-scatter in each
-// host, a ring of each 1/L shard across the hosts, all-gather in each host; ringgrad: its own
-// choice on one level (direct up to direct_bytes, else the ring); best: min(ring, two_level).
+// host, a ring of each 1/L shard across the hosts, all-gather in each host; direct: every rank
+// sends its buffer to every other; ringgrad: its own choice (dist/allreduce_choice.cpp: direct
+// up to direct_bytes, across hosts up to min(direct_bytes, 8 KiB); above it across hosts of
+// several ranks the two-level all-reduce, else the ring); best: min(ring, two_level).
 double allreduce_seconds(const Cluster& c, Algo algo, double bytes, double direct_bytes = 32 << 10);
+// Payload bytes all ranks together send to other hosts in one all-reduce (ranks numbered host
+// by host): ring H·2(N-1)/N·B (H of its N hops cross), two-level 2(H-1)·B, direct N(N-L)·B.
+double network_bytes(const Cluster& c, Algo algo, double bytes, double direct_bytes = 32 << 10);
 
 // busbw as nccl-tests defines it: bytes / time · 2(N-1)/N, in bytes per second.
 double bus_bandwidth(int n, double bytes, double seconds);

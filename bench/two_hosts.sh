@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The flat ring against the two-level all-reduce between two hosts: two network namespaces
-# joined by a veth pair shaped with tc tbf (tests/apps/netns_hosts.sh), 2 ranks per host
-# under one rgrun per host, bench/allreduce_hosts in each rank. Three algorithms alternate
-# ROUNDS times, each at every size: the flat ring and the two-level all-reduce (both with
+# joined by a veth pair shaped with tc tbf (tests/apps/netns_hosts.sh), RANKS_PER_HOST ranks
+# (default 2) per host under one rgrun per host, bench/allreduce_hosts in each rank. Three
+# algorithms alternate ROUNDS times, each at every size: the flat ring and the two-level all-reduce (both with
 # the direct exchange off) and the direct exchange (its limits at 1 GiB). The table gives
 # each size's median times, the ratios to the ring, and the network bytes per all-reduce.
 # RATE "none" leaves the link unshaped. Needs root (network namespaces); removes the
-# namespaces at exit.
-#   bench/two_hosts.sh BUILD_DIR [RATE=1gbit] [ROUNDS=3] [MIN_BYTES=1024] [MAX_BYTES=16777216] [FACTOR=4]
+# namespaces at exit. With 1 rank per host there is no two-level all-reduce: ring and direct
+# only (a ring of 2 over the link: what bench/simulate's network tier is calibrated from).
+#   bench/two_hosts.sh BUILD_DIR [RATE=1gbit] [ROUNDS=3] [MIN_BYTES=1024] [MAX_BYTES=16777216]
+#                      [FACTOR=4] [RANKS_PER_HOST=2]
 set -u
 BUILD=$(cd "${1:?usage: bench/two_hosts.sh BUILD_DIR [RATE] [ROUNDS]}" && pwd)
 RATE=${2:-1gbit}
@@ -15,6 +17,9 @@ ROUNDS=${3:-3}
 MIN_BYTES=${4:-1024}
 MAX_BYTES=${5:-16777216}
 FACTOR=${6:-4}
+PER_HOST=${7:-2}
+VARIANTS="ring two_level direct"
+[ "$PER_HOST" = 1 ] && VARIANTS="ring direct"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/../tests/apps/netns_hosts.sh"
 TMP=$(mktemp -d)
@@ -33,7 +38,7 @@ run() {  # run VARIANT ROUND: one job, rank 0's lines in $TMP/VARIANT.ROUND
   for node in 0 1; do
     local ns=$NS_A
     [ $node = 1 ] && ns=$NS_B
-    ip netns exec "$ns" env "${how[@]}" "$BUILD/apps/rgrun" --nproc-per-node 2 \
+    ip netns exec "$ns" env "${how[@]}" "$BUILD/apps/rgrun" --nproc-per-node "$PER_HOST" \
       --nnodes 2 --node-rank $node --master-addr "$HOST_A_ADDR" --master-port 29500 \
       --rdzv-id "bench-$1-$2" -- "$BUILD/bench/allreduce_hosts" \
       --min-bytes "$MIN_BYTES" --max-bytes "$MAX_BYTES" --factor "$FACTOR" >"$TMP/$1.$2.node$node" 2>&1 &
@@ -42,16 +47,15 @@ run() {  # run VARIANT ROUND: one job, rank 0's lines in $TMP/VARIANT.ROUND
   wait "${pids[@]}" || { cat "$TMP/$1.$2".node*; exit 1; }
   grep -h '^\[rank 0\] size' "$TMP/$1.$2.node0" >"$TMP/$1.$2"
 }
-echo "two hosts x 2 ranks, link ${RATE:-unshaped} (tc tbf), $ROUNDS alternating rounds;" \
+echo "two hosts x $PER_HOST ranks, link ${RATE:-unshaped} (tc tbf), $ROUNDS alternating rounds;" \
   "$(nproc) cpus"
 for ((round = 1; round <= ROUNDS; ++round)); do
-  for variant in ring two_level direct; do run $variant $round; done
+  for variant in $VARIANTS; do run $variant $round; done
 done
-python3 - "$TMP" "$ROUNDS" <<'PY'
-import glob, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
+python3 - "$TMP" "$ROUNDS" $VARIANTS <<'PY'
+import statistics, sys
+tmp, rounds, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 rows = {}
-variants = ("ring", "two_level", "direct")
 for alg in variants:
     for r in range(1, rounds + 1):
         for line in open(f"{tmp}/{alg}.{r}"):
@@ -59,13 +63,15 @@ for alg in variants:
             size = int(f[f.index("size") + 1])
             rows.setdefault(size, {}).setdefault(alg, []).append(
                 (float(f[f.index("time_us") + 1]), float(f[f.index("network_bytes") + 1])))
-print("| bytes | ring ms | two-level ms | direct ms | two-level / ring | direct / ring |"
-      " network B: ring | two-level | direct |")
-print("|---|---|---|---|---|---|---|---|---|")
+names = {"ring": "ring", "two_level": "two-level", "direct": "direct"}
+head = [f"{names[a]} ms" for a in variants] + [f"{names[a]} / ring" for a in variants[1:]]
+head += [f"network B: {names[a]}" for a in variants]
+print("| bytes | " + " | ".join(head) + " |")
+print("|---" * (len(head) + 1) + "|")
 for size in sorted(rows):
     ms = {a: statistics.median(t for t, _ in rows[size][a]) / 1e3 for a in variants}
-    net = {a: rows[size][a][0][1] for a in variants}
-    print(f"| {size} | {ms['ring']:.3f} | {ms['two_level']:.3f} | {ms['direct']:.3f} | "
-          f"{ms['two_level'] / ms['ring']:.2f} | {ms['direct'] / ms['ring']:.2f} | "
-          f"{net['ring']:.0f} | {net['two_level']:.0f} | {net['direct']:.0f} |")
+    cells = [f"{ms[a]:.3f}" for a in variants]
+    cells += [f"{ms[a] / ms['ring']:.2f}" for a in variants[1:]]
+    cells += [f"{rows[size][a][0][1]:.0f}" for a in variants]
+    print(f"| {size} | " + " | ".join(cells) + " |")
 PY

@@ -115,8 +115,20 @@ done
 
 # bench/simulate (the model of docs/scale.md): its flags, and the GPT-2 prediction's tables.
 if [ -n "$simulate" ]; then
-  expect_help "$simulate" --calibration --validate --trace --nproc --predict --gpus --bucket-cap-mb
+  expect_help "$simulate" --calibration --validate --trace --nproc --predict --gpus --bucket-cap-mb \
+    --fit-hosts --validate-hosts --hosts --per-host --nics
   expect_error "$simulate" "--nproc" --nproc 0
+  expect_error "$simulate" "--per-host" --per-host 0
+  # --validate-hosts on a bench/two_hosts.sh table: model and measured network bytes per cell.
+  sim_dir=$(mktemp -d)
+  tier='{"split_bytes": [], "tiers": [{"alpha_us": 10, "beta_ns_per_byte": 8, "gamma_ns_per_byte": 0.2}]}'
+  echo "{\"shm\": $tier, \"net\": $tier, \"hosts_net\": $tier}" >"$sim_dir/cal.json"
+  printf '%s\n' '| bytes | ring ms | two-level ms | network B: ring | network B: two-level |' \
+    '|---|---|---|---|---|' '| 1024 | 0.3 | 0.2 | 3072 | 2048 |' >"$sim_dir/t.md"
+  sim_out=$("$simulate" --calibration "$sim_dir/cal.json" --validate-hosts "$sim_dir/t.md" 2>&1)
+  grep -q '^| 1024 | two-level | 0.200 | .* | 2048 | 2048 |$' <<<"$sim_out" ||
+    fail "simulate --validate-hosts: no two-level row with 2048 network bytes: $sim_out"
+  rm -rf "$sim_dir"
   sim_out=$("$simulate" --predict --gpus 8 16 2>&1)
   sim_rc=$?
   [ "$sim_rc" -eq 0 ] || fail "simulate --predict exited $sim_rc: $sim_out"

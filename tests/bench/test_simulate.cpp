@@ -1,6 +1,7 @@
 // bench/simulate's model arithmetic (bench/simulate_model.h): ring, direct and two-level
-// all-reduce times for known α, β, γ; the DDP overlap on a hand-made 3-bucket timeline; the
-// least-squares fit recovering known coefficients; bucketing; GPT-2 124M's parameter count.
+// all-reduce times for known α, β, γ; network bytes across hosts and shared NICs; the DDP overlap
+// on a hand-made 3-bucket timeline; the least-squares fit recovering known coefficients; bucketing;
+// GPT-2 124M's parameter count.
 #include <doctest/doctest.h>
 
 #include "bench/simulate_gpt2.h"
@@ -46,6 +47,30 @@ TEST_CASE("simulate: two-level all-reduce over 2 hosts of 4") {
   CHECK(allreduce_seconds(c, Algo::ring, b) == doctest::Approx(280e-6));
   CHECK(allreduce_seconds(c, Algo::best, b) == doctest::Approx(58e-6));
   CHECK(bus_bandwidth(8, b, 1e-6) == doctest::Approx(8000e6 * 14 / 8));
+}
+
+TEST_CASE("simulate: network bytes of 2 hosts x 2 ranks (bench/two_hosts.sh measures them)") {
+  const Cluster c{2, 2, one_regime(1e-6, 1e-9, 0), one_regime(1e-5, 1e-8, 0)};
+  const double b = 1 << 20;
+  CHECK(network_bytes(c, Algo::ring, b) == 3 * b);       // 2 of 4 hops cross, 1.5 B each
+  CHECK(network_bytes(c, Algo::two_level, b) == 2 * b);  // 2/3 of the ring's
+  CHECK(network_bytes(c, Algo::direct, b) == 8 * b);     // 4 ranks x 2 remote peers
+  CHECK(network_bytes(c, Algo::ringgrad, 8 << 10) == 8 * (8 << 10));    // direct up to 8 KiB
+  CHECK(network_bytes(c, Algo::ringgrad, b) == 2 * b);                  // then two-level
+  CHECK(network_bytes(Cluster{2, 1, {}, {}}, Algo::ring, b) == 2 * b);  // a ring of 2
+  CHECK(network_bytes(Cluster{1, 4, {}, {}}, Algo::ring, b) == 0);
+}
+
+TEST_CASE("simulate: ranks of a host sharing one NIC") {
+  Cluster c{2, 2, one_regime(0, 0, 0), one_regime(0, 1e-9, 0)};
+  const double b = 1000;
+  // Each NIC of its own: the shard ring sends B/2 per rank, the direct exchange 2 B per rank.
+  CHECK(allreduce_seconds(c, Algo::two_level, b) == doctest::Approx(500e-9));
+  CHECK(allreduce_seconds(c, Algo::direct, b) == doctest::Approx(2000e-9));
+  c.nics = 1;  // one link per host carries both ranks' bytes: B and 4 B per direction
+  CHECK(allreduce_seconds(c, Algo::two_level, b) == doctest::Approx(1000e-9));
+  CHECK(allreduce_seconds(c, Algo::direct, b) == doctest::Approx(4000e-9));
+  CHECK(allreduce_seconds(c, Algo::ring, b) == doctest::Approx(1500e-9));  // one hop per host
 }
 
 TEST_CASE("simulate: overlap of 3 buckets on one communication thread") {

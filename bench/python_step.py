@@ -1,7 +1,7 @@
 """bench/python_step.py: the GPT training step driven from Python against the same step in C++.
 
-The model is a Python Module of ringgrad layers (Embedding, LayerNorm, Linear, the fused
-packed-QKV attention, tanh GELU, cross-entropy with the output layer tied to the token
+The model is rg.nn.GPT, a Python Module of ringgrad layers (Embedding, LayerNorm, Linear, the
+fused packed-QKV attention, tanh GELU, cross-entropy with the output layer tied to the token
 embedding), the same shapes and ops as nn::GPT in bench/train_step; the step is theirs too:
 zero_grad, forward with the loss, backward, AdamW. Both sides run at the same thread count,
 alternating ROUNDS times (Python here, then `bench/train_step ... step_only` as a process);
@@ -39,57 +39,13 @@ def import_ringgrad(build):
     return ringgrad
 
 
-def gpt_classes(rg):
-    nn, F = rg.nn, rg.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self, width, heads):
-            super().__init__()
-            self.heads = heads
-            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
-            self.c_attn, self.attn_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
-            self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
-
-        def forward(self, x):
-            x = x + self.attn_proj(F.packed_qkv_attention(self.c_attn(self.ln_1(x)), self.heads))
-            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
-
-    class GPT(nn.Module):
-        def __init__(self, vocab, block, layers, width, heads):
-            super().__init__()
-            self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(block, width)
-            self.blocks = nn.Sequential(*[Block(width, heads) for _ in range(layers)])
-            self.ln_f = nn.LayerNorm(width)
-            self.positions = rg.arange(block)
-
-        def forward(self, idx, targets):
-            x = self.wte(idx) + self.wpe(self.positions)
-            logits = F.linear(self.ln_f(self.blocks(x)), self.wte.weight)  # tied output layer
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-    return GPT
-
-
-def init_like_nanogpt(model, layers):
-    """nanoGPT's (and nn::GPT's) initialization: weights N(0, 0.02), the residual projections
-    N(0, 0.02 / sqrt(2 layers)), biases 0, layer norms 1 and 0. (torch.nn's defaults, N(0, 1)
-    embeddings tied to the output layer, give logits so large that the softmax's exponentials
-    are subnormal floats, which cost ~10x on the CPU: another step than bench/train_step's.)"""
-    data = np.random.default_rng(1337)
-    for name, p in model.named_parameters():
-        values = p.detach().numpy()
-        if name.endswith("proj.weight"):
-            values[...] = data.normal(0, 0.02 / (2 * layers) ** 0.5, values.shape)
-        elif name.endswith("weight") and not name.split(".")[-2].startswith("ln"):
-            values[...] = data.normal(0, 0.02, values.shape)
-        elif name.endswith("bias") and not name.split(".")[-2].startswith("ln"):
-            values[...] = 0
-
-
 def python_steps(rg, a):
-    GPT = gpt_classes(rg)
-    model = GPT(512, a.seq, a.layers, a.width, 4)
-    init_like_nanogpt(model, a.layers)
+    """The step's median time with rg.nn.GPT (nanoGPT's init, as nn::GPT's: with torch.nn's
+    defaults, N(0, 1) embeddings tied to the output layer would make the softmax's
+    exponentials subnormal floats, ~10x slower on the CPU, another step than train_step's)."""
+    config = rg.nn.GPTConfig(vocab_size=512, block_size=a.seq, n_layer=a.layers, n_head=4,
+                             n_embd=a.width, gelu_approximate="tanh")
+    model = rg.nn.GPT(config)
     optimizer = rg.optim.AdamW(model.parameters(), lr=1e-4)
     data = np.random.default_rng(0)
     x = rg.tensor(data.integers(0, 512, (a.batch, a.seq)).tolist())
@@ -98,7 +54,7 @@ def python_steps(rg, a):
     for s in range(a.steps + 2):
         optimizer.zero_grad()
         start = time.perf_counter()
-        loss = model(x, y)
+        _, loss = model(x, y)
         loss.backward()
         optimizer.step()
         if s >= 2:  # 2 warm-up steps, as train_step

@@ -4,6 +4,7 @@ from ringgrad.nn.module import Module, Parameter
 from ringgrad.nn.layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ModuleList, ReLU,
                                 Sequential)
 from ringgrad.nn import parallel, utils
+from ringgrad.nn.gpt import GPT, GPTConfig
 
 __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout", "GELU", "ReLU",
-           "Sequential", "ModuleList", "functional", "parallel", "utils"]
+           "Sequential", "ModuleList", "GPT", "GPTConfig", "functional", "parallel", "utils"]

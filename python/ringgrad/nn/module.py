@@ -49,12 +49,22 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
-    def named_parameters(self, prefix=""):
-        """(dotted name, parameter) pairs, this module's first, then each submodule's."""
+    def named_parameters(self, prefix="", remove_duplicate=True):
+        """(dotted name, parameter) pairs, this module's first, then each submodule's; a
+        parameter shared by two modules (tied weights) once, under its first name, unless
+        remove_duplicate=False (as PyTorch's)."""
+        seen = set()
+        for name, p in self._all_parameters(prefix):
+            if remove_duplicate and id(p) in seen:
+                continue
+            seen.add(id(p))
+            yield name, p
+
+    def _all_parameters(self, prefix):
         for name, p in self._parameters.items():
             yield prefix + name, p
         for name, module in self._modules.items():
-            yield from module.named_parameters(prefix + name + ".")
+            yield from module._all_parameters(prefix + name + ".")
 
     def parameters(self):
         for _, p in self.named_parameters():
@@ -63,13 +73,13 @@ class Module:
     def state_dict(self):
         """{dotted name: tensor} of every parameter, in parameters() order: the tensors
         themselves, detached (they share the parameters' memory, as PyTorch's do)."""
-        return {name: p.detach() for name, p in self.named_parameters()}
+        return {name: p.detach() for name, p in self.named_parameters(remove_duplicate=False)}
 
     def load_state_dict(self, state_dict, strict=True):
         """Copies each entry into the parameter of that name (same shape; the dtype is
         converted). strict: every parameter must be given and no other name. Returns the
         (missing, unexpected) names."""
-        own = dict(self.named_parameters())
+        own = dict(self.named_parameters(remove_duplicate=False))
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
         if strict and (missing or unexpected):

@@ -1,7 +1,7 @@
 """One rank of the DDP tests (test_distributed.py launches it under rgrun).
 
     python ddp_ranks.py equivalence ACCUMULATION   DDP + AdamW for 3 steps in float64, each rank
-                                                   on its shard of a global batch of 8 rows,
+                                                   on its shard of a global batch of 16 rows,
                                                    ACCUMULATION micro-batches per step under
                                                    no_sync; rank 0 prints the largest
                                                    difference from one model trained on the whole
@@ -20,20 +20,12 @@ import ringgrad.distributed as dist
 from ringgrad import nn
 from ringgrad.nn.parallel import DistributedDataParallel
 
-GLOBAL_BATCH, FEATURES, CLASSES, STEPS = 8, 6, 3, 3
+# The examples' model and data (examples/python/common.py): 3 steps of a batch of 16 rows.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "examples", "python"))
+from common import GLOBAL_BATCH, batch, make_model  # noqa: E402
 
-
-def make_model():
-    rg.manual_seed(0)
-    return nn.Sequential(nn.Linear(FEATURES, 16, dtype=rg.float64), nn.GELU(),
-                         nn.Linear(16, CLASSES, dtype=rg.float64))
-
-
-def batch(step, rows):
-    data = np.random.default_rng(step)
-    x = data.standard_normal((GLOBAL_BATCH, FEATURES))
-    y = data.integers(0, CLASSES, GLOBAL_BATCH)
-    return rg.from_numpy(np.ascontiguousarray(x[rows])), rg.tensor(y[rows].tolist())
+STEPS = 3
 
 
 def train_step(model, optimizer, step, row_groups, no_sync=None):

@@ -15,6 +15,7 @@
 
 #include "dist/threads_group.h"
 #include "tests/dist/dist_test_util.h"
+#include "tests/dist/threads_allreduce.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -24,23 +25,6 @@ namespace {
 
 std::vector<int64_t> lengths_for(int world) {
   return {0, 1, world - 1, world, world + 1, 1000, (1 << 20) + 3};
-}
-
-// Runs one all-reduce on `world` threads; returns each rank's result bytes.
-std::vector<std::vector<char>> allreduce_on_threads(int world, DType dtype, CombineOp op,
-                                                    int64_t length, Options options = {}) {
-  std::vector<std::vector<char>> results(world);
-  run_threads(
-      world,
-      [&](ProcessGroup& pg) {
-        Tensor t = make_input(dtype, length, pg.rank());
-        pg.allreduce(t, op)->wait();
-        std::string problem = check_reduction(t, op, world);
-        RG_CHECK(problem.empty(), problem);
-        results[pg.rank()] = bytes_of(t);
-      },
-      options);
-  return results;
 }
 
 }  // namespace

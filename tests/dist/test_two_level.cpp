@@ -9,6 +9,7 @@
 #include "dist/threads_group.h"
 #include "dist/topology.h"
 #include "tests/dist/dist_test_util.h"
+#include "tests/dist/threads_allreduce.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -24,23 +25,11 @@ Options forcing(AllreduceAlgorithm algorithm) {
   return options;
 }
 
-// One all-reduce per rank thread; each rank's result bytes.
 std::vector<std::vector<char>> allreduce_on_hosts(const std::vector<int>& host_of, DType dtype,
                                                   CombineOp op, int64_t length,
                                                   const Options& options) {
-  const int world = static_cast<int>(host_of.size());
-  std::vector<std::vector<char>> results(world);
-  run_threads(
-      world,
-      [&](ProcessGroup& pg) {
-        Tensor t = make_input(dtype, length, pg.rank());
-        pg.allreduce(t, op)->wait();
-        std::string problem = check_reduction(t, op, world);
-        RG_CHECK(problem.empty(), problem);
-        results[pg.rank()] = bytes_of(t);
-      },
-      options, host_of);
-  return results;
+  return allreduce_on_threads(static_cast<int>(host_of.size()), dtype, op, length, options,
+                              host_of);
 }
 
 }  // namespace

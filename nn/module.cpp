@@ -15,6 +15,8 @@ void check_name(const std::string& owner, const std::string& kind, const std::st
            "' must be non-empty and contain no '.'");
 }
 
+}  // namespace
+
 // Points `t`'s TensorImpl at a converted copy of its data, so every handle to it (module
 // members, optimizer lists, tied weights) sees the new device/dtype.
 void convert_in_place(const Tensor& t, Device device, DType dtype) {
@@ -26,8 +28,6 @@ void convert_in_place(const Tensor& t, Device device, DType dtype) {
   impl->offset = converted.offset();
   impl->dtype = converted.dtype();
 }
-
-}  // namespace
 
 Tensor Module::forward(const Tensor&) {
   RG_FAIL(type_name_, ": has no single-input forward(x); call its own forward overload");

@@ -22,6 +22,11 @@
 
 namespace rg::nn {
 
+// Moves t's data to `device` and `dtype` in place: every handle of t (a Module's parameter, an
+// optimizer's list, Python's object) sees the new storage. What Module::to does to each
+// parameter, gradient and buffer.
+void convert_in_place(const Tensor& t, Device device, DType dtype);
+
 class Module {
  public:
   explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}

@@ -1,11 +1,13 @@
-// Saving and restoring training state from Python: safetensors files (nn/safetensors.h; the
-// format rgtrain's checkpoints and --init use), optimizer state dicts, and clip_grad_norm_.
+// Saving, restoring and moving training state from Python: safetensors files
+// (nn/safetensors.h; the format rgtrain's checkpoints and --init use), optimizer state dicts,
+// clip_grad_norm_, and moving a parameter to another device or dtype in place.
 // ringgrad/serialization.py and ringgrad/optim.py give them torch's names.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "nn/module.h"
 #include "nn/optim/clip_grad.h"
 #include "nn/optim/optimizer.h"
 #include "nn/safetensors.h"
@@ -43,6 +45,13 @@ void bind_io(nb::module_& m) {
       },
       nb::arg("path"));
   m.def("clip_grad_norm_", &optim::clip_grad_norm_, nb::arg("params"), nb::arg("max_norm"));
+  // Module.to from Python: each parameter moved in place (nn/module.h).
+  m.def(
+      "convert_in_place",
+      [](const Tensor& t, const std::string& device, DType dtype) {
+        nn::convert_in_place(t, Device(device), dtype);
+      },
+      nb::arg("tensor"), nb::arg("device"), nb::arg("dtype"));
   // Optimizer state dicts as (name, tensor) lists; scalars (the step) are 0-d tensors.
   nb::module_ optimizer_state = m.def_submodule("optimizer_state");
   optimizer_state.def("get", [](const optim::Optimizer& o) { return items_of(o.state_dict()); });

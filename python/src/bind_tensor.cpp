@@ -136,6 +136,8 @@ void bind_shape_methods(TensorClass& c) {
   c.def("contiguous", &Tensor::contiguous);
   c.def("clone", &Tensor::clone);
   c.def("to", [](const Tensor& t, DType dtype) { return t.to(dtype); });
+  c.def("to", [](const Tensor& t, const std::string& device) { return t.to(Device(device)); });
+  c.def("cpu", [](const Tensor& t) { return t.to(kCPU); });
 }
 
 void bind_reductions(TensorClass& c) {

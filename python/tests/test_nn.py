@@ -3,6 +3,7 @@ with SGD whose losses and weights equal the same computation written out in NumP
 import math
 
 import numpy as np
+import pytest
 
 import ringgrad as rg
 import ringgrad.nn.functional as F
@@ -115,3 +116,24 @@ def test_zero_grad_clears_every_parameter():
     assert all(p.grad is not None for p in model.parameters())
     model.zero_grad()
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_tensors_and_modules_move_between_devices_and_dtypes():
+    t = rg.tensor([1.0, 2.0, 3.0])
+    s = t.to("sim")
+    assert s.device == "sim" and s.cpu().numpy().tolist() == [1.0, 2.0, 3.0]
+    assert (s * 2).cpu().numpy().tolist() == [2.0, 4.0, 6.0]  # ops run on the sim device
+    model = nn.Linear(3, 2)
+    opt = rg.optim.SGD(model.parameters(), lr=0.1)
+    weight = model.weight
+    assert model.to(rg.float64) is model
+    assert weight.dtype == rg.float64  # in place: the optimizer's handles see it
+    model.to("sim")
+    assert model.weight.device == "sim" and model.bias.device == "sim"
+    model(rg.ones(4, 3, dtype=rg.float64).to("sim")).sum().backward()
+    opt.step()
+    assert model.weight.grad.device == "sim"
+    model.to("cpu")
+    assert weight.device == "cpu" and weight.grad.device == "cpu"
+    with pytest.raises(ValueError):
+        t.to("nowhere")

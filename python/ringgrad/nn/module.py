@@ -110,6 +110,21 @@ class Module:
             elif p.grad is not None:
                 p.grad = _C.zeros(list(p.shape), p.dtype)
 
+    def to(self, device=None, dtype=None):
+        """Moves every parameter (and its gradient) to `device` ("cpu", "sim", "cuda") and
+        floating ones to `dtype`, in place: optimizers and references keep working. Returns
+        self. module.to(rg.float64) converts the dtype only."""
+        if isinstance(device, _C.dtype):
+            device, dtype = None, device
+        for p in self.parameters():
+            target = dtype if dtype is not None and p.dtype.name.startswith(("float", "bfloat")) \
+                else p.dtype
+            where = device if device is not None else p.device
+            _C.convert_in_place(p, where, target)
+            if p.grad is not None:
+                _C.convert_in_place(p.grad, where, target)
+        return self
+
     def train(self, mode=True):
         object.__setattr__(self, "training", mode)
         for module in self._modules.values():

@@ -44,7 +44,14 @@ def _as_array(data):
     return array
 
 
-def tensor(data, dtype=None, requires_grad=False):
+def _placed(t, device, requires_grad):
+    """t on `device` (None: where it is), as a leaf that requires grad if asked."""
+    if device is not None and device != t.device:
+        t = t.to(device)
+    return t.requires_grad_(requires_grad)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of data (nested lists, numbers, NumPy arrays, tensors)."""
     if isinstance(data, _C.Tensor):
         out = data.detach().clone()
@@ -52,7 +59,7 @@ def tensor(data, dtype=None, requires_grad=False):
         out = from_numpy(_as_array(data)).clone()
     if dtype is not None and dtype != out.dtype:
         out = out.to(dtype)
-    return out.requires_grad_(requires_grad)
+    return _placed(out, device, requires_grad)
 
 
 def _shape(size):
@@ -64,8 +71,8 @@ def _shape(size):
 
 def _factory(make):
     @functools.wraps(make)
-    def factory(*size, dtype=_C.dtype.float32, requires_grad=False):
-        return make(_shape(size), dtype).requires_grad_(requires_grad)
+    def factory(*size, dtype=_C.dtype.float32, device=None, requires_grad=False):
+        return _placed(make(_shape(size), dtype), device, requires_grad)
     return factory
 
 
@@ -75,18 +82,18 @@ rand = _factory(_C.rand)
 randn = _factory(_C.randn)
 
 
-def full(size, fill_value, dtype=_C.dtype.float32, requires_grad=False):
-    return _C.full(list(size), fill_value, dtype).requires_grad_(requires_grad)
+def full(size, fill_value, dtype=_C.dtype.float32, device=None, requires_grad=False):
+    return _placed(_C.full(list(size), fill_value, dtype), device, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """torch.arange: int64 when start, end and step are all ints, else float32."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         whole = all(isinstance(v, int) for v in (start, end, step))
         dtype = _C.dtype.int64 if whole else _C.dtype.float32
-    return _C.arange(start, end, step, dtype).requires_grad_(requires_grad)
+    return _placed(_C.arange(start, end, step, dtype), device, requires_grad)
 
 
 class no_grad:

@@ -137,3 +137,11 @@ def test_tensors_and_modules_move_between_devices_and_dtypes():
     assert weight.device == "cpu" and weight.grad.device == "cpu"
     with pytest.raises(ValueError):
         t.to("nowhere")
+
+
+def test_factories_place_tensors_on_a_device():
+    for t in (rg.zeros(2, 3, device="sim"), rg.tensor([1.0, 2.0], device="sim"),
+              rg.arange(4, device="sim"), rg.full((2,), 7.0, device="sim")):
+        assert t.device == "sim"
+    x = rg.randn(3, device="sim", requires_grad=True)
+    assert x.requires_grad and x.device == "sim"

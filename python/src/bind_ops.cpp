@@ -15,6 +15,11 @@ namespace rg::python {
 
 namespace {
 
+// The ops whose kernels take long enough to matter run without the GIL, so that other Python
+// threads (a DataLoader's prefetching) run meanwhile; the small ones keep it (releasing costs
+// more than they take).
+constexpr auto kReleaseGil = nb::call_guard<nb::gil_scoped_release>();
+
 void bind_dtypes_and_grad_mode(nb::module_& m) {
   nb::enum_<DType>(m, "dtype")
       .value("float32", DType::f32)
@@ -50,7 +55,8 @@ void bind_elementwise(nb::module_& m) {
   m.def(#name, [](const Tensor& a, const Tensor& b) { return rg::name(a, b); });
   RG_BINARY_OPS(RG_BIND_BINARY)
 #undef RG_BIND_BINARY
-  m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+  m.def(
+      "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, kReleaseGil);
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); });
   m.def("clamp", [](const Tensor& x, double lo, double hi) { return clamp(x, lo, hi); });
 }
@@ -72,11 +78,13 @@ void bind_nn_ops(nb::module_& m) {
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
         return linear(x, w, b.value_or(Tensor()));
       },
-      nb::arg("input"), nb::arg("weight"), nb::arg("bias").none());
-  m.def("cross_entropy", [](const Tensor& logits, const Tensor& targets, const std::string& r,
-                            int64_t ignore_index) {
-    return cross_entropy(logits, targets, reduction_named(r), ignore_index);
-  });
+      nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), kReleaseGil);
+  m.def(
+      "cross_entropy",
+      [](const Tensor& logits, const Tensor& targets, const std::string& r, int64_t ignore_index) {
+        return cross_entropy(logits, targets, reduction_named(r), ignore_index);
+      },
+      kReleaseGil);
   m.def("mse_loss", [](const Tensor& a, const Tensor& b, const std::string& r) {
     return mse_loss(a, b, reduction_named(r));
   });
@@ -93,16 +101,21 @@ void bind_transformer_ops(nb::module_& m) {
         return layer_norm(x, shape, w.value_or(Tensor()), b.value_or(Tensor()), eps);
       },
       nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight").none(),
-      nb::arg("bias").none(), nb::arg("eps"));
-  m.def("scaled_dot_product_attention",
-        [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double scale) {
-          return scaled_dot_product_attention(q, k, v, is_causal, scale);
-        });
+      nb::arg("bias").none(), nb::arg("eps"), kReleaseGil);
+  m.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double scale) {
+        return scaled_dot_product_attention(q, k, v, is_causal, scale);
+      },
+      kReleaseGil);
   m.def("dropout",
         [](const Tensor& x, double p, bool training) { return dropout(x, p, training); });
-  m.def("packed_qkv_attention", [](const Tensor& qkv, int64_t n_head, bool is_causal) {
-    return packed_qkv_attention(qkv, n_head, is_causal);
-  });
+  m.def(
+      "packed_qkv_attention",
+      [](const Tensor& qkv, int64_t n_head, bool is_causal) {
+        return packed_qkv_attention(qkv, n_head, is_causal);
+      },
+      kReleaseGil);
 }
 
 }  // namespace

@@ -138,9 +138,9 @@ class CollectiveWork : public PromiseWork {
 
 std::shared_ptr<Work> CollectiveScheduler::enqueue(Collective kind, Algorithm algorithm) {
   // Device transports' collectives stay on the communication thread (its device and streams).
-  std::shared_ptr<PromiseWork> work = transport_.default_device().is_host_memory()
-                                          ? std::make_shared<CollectiveWork>(*this)
-                                          : std::make_shared<PromiseWork>();
+  std::shared_ptr<PromiseWork> work = transport_.capabilities().device_streams
+                                          ? std::make_shared<PromiseWork>()
+                                          : std::make_shared<CollectiveWork>(*this);
   {
     std::lock_guard lock(mu_);
     count_issued_locked(kind);

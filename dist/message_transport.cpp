@@ -123,8 +123,6 @@ std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, 
                                                  std::vector<int> host_of) {
   RG_CHECK(static_cast<int>(links.size()) == size, backend, ": ", links.size(),
            " peer links for a world of size ", size);
-  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
-           " is outside a world of size ", size);
   auto transport =
       std::make_unique<MessageTransport>(backend, rank, size, options.timeout, std::move(links),
                                          doorbell, std::move(keepalive), std::move(host_of));

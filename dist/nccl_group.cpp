@@ -304,8 +304,6 @@ bool nccl_available() {
 std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<Store> store, int rank, int size,
                                               int device_index, Options options,
                                               const std::string& prefix) {
-  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
-           " is outside a world of size ", size);
   auto transport =
       std::make_unique<NcclTransport>(std::move(store), rank, size, device_index, options, prefix);
   return std::make_shared<ProcessGroup>(rank, size, std::move(options), std::move(transport));

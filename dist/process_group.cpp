@@ -11,8 +11,6 @@ namespace rg::dist {
 namespace {
 
 const Options& checked(int rank, int size, const Options& options, const Transport* transport) {
-  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
-           " is outside a world of size ", size);
   RG_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive");
   RG_CHECK(options.chunk_bytes >= 64, "ProcessGroup: chunk_bytes must be at least 64");
   RG_CHECK(transport && transport->rank() == rank && transport->size() == size,

@@ -8,7 +8,12 @@
 namespace rg::dist {
 
 Transport::Transport(int rank, int size, Milliseconds timeout)
-    : rank_(rank), size_(size), timeout_(timeout) {}
+    : rank_(rank), size_(size), timeout_(timeout) {
+  // The one check of a rank against its world, for every backend (ProcessGroup then checks
+  // that its transport has its rank and size).
+  RG_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank,
+           " is outside a world of size ", size);
+}
 
 std::string Transport::link(int peer) const { return peer == rank_ ? "self" : "memory"; }
 

@@ -85,7 +85,13 @@ class Transport {
   virtual void begin_batch() {}
   virtual void end_batch() {}
 
-  // ---- the direct exchange of small collectives: sends `mine` to every peer and receives
+  // ---- the direct exchange of small collectives, in one call or in two halves. The
+  // scheduler's algorithms (direct_exchange.cpp, the single-copy path's message rounds) call
+  // exchange_with_all, which returns when every peer's message is in. The lean path
+  // (lean_collective.cpp) splits it where capabilities().eager_exchange: send_exchange when
+  // the collective is issued, receive_exchange when its Work is waited for, so a small
+  // all-reduce costs its caller no thread hand-off.
+  // exchange_with_all: sends `mine` to every peer and receives
   // peer q's into slice q of `inputs` (elements [q * mine.numel(), (q + 1) * mine.numel())),
   // then returns. The default posts a send and a receive per peer, in one batch, and waits;
   // the host transports move the frames straight through their shared-memory rings.

@@ -64,3 +64,13 @@ def test_python_step_bench_prints_its_ratio():
                           "--rounds", "1"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"python step [\d.]+ ms, C\+\+ step [\d.]+ ms, ratio [\d.]+", run.stdout)
+
+
+def test_the_tutorial_learns_to_add(tmp_path):
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, "tutorial.py"), "300"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = re.search(r"loss ([\d.]+) -> ([\d.]+); (\d+) of 100 additions right", run.stdout)
+    assert found, run.stdout
+    first, last, right = float(found.group(1)), float(found.group(2)), int(found.group(3))
+    assert last < 0.3 * first and right >= 50

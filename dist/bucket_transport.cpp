@@ -262,6 +262,9 @@ void BucketTransport::poll_completions() {
     if (bucket.work && !bucket.done_seen && bucket.work->is_completed()) {
       bucket.done_seen = true;
       bucket.done_at = Clock::now();
+      // Sharded: free the full buffer now, not at wait_all (a failed collective's garbage
+      // shard is never used: wait_all throws its error).
+      if (sharded_) keep_shard_only(bucket);
     }
   }
 }
@@ -287,10 +290,10 @@ void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ende
     stats_.hidden_seconds += std::max(0.0, hidden);
     if (trace_)
       trace_->span(group_.rank(), "comm", "allreduce bucket " + std::to_string(b), start, done,
-                   "{\"params\": " + std::to_string(bucket.members.size()) +
-                       ", \"bytes\": " + std::to_string(bucket.buffer.nbytes()) + "}");
+                   "{\"params\": " + std::to_string(bucket.members.size()) + ", \"bytes\": " +
+                       std::to_string(bucket.numel * itemsize(bucket.dtype)) + "}");
     bucket.work.reset();
-    if (sharded_) keep_shard_only(bucket);
+    if (sharded_ && bucket.buffer.defined()) keep_shard_only(bucket);
   }
 }
 

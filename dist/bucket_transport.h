@@ -69,9 +69,10 @@ class BucketTransport {
   // elements; drops the previous buckets.
   void assign(const std::vector<Tensor>& members, const std::vector<std::vector<size_t>>& layout,
               int64_t pad_multiple = 1);
-  // ZeRO stage 2 (call before assign): after its reduce-scatter completes (wait_all) each
-  // bucket keeps only this rank's slice in a persistent shard buffer (1/world of the bucket)
-  // and frees its full buffer; ensure_buffer() allocates that again for the next round.
+  // ZeRO stage 2 (call before assign): once its reduce-scatter is seen completed (by
+  // poll_completions during backward, or wait_all) each bucket keeps only this rank's slice
+  // in a persistent shard buffer (1/world of the bucket) and frees its full buffer;
+  // ensure_buffer() allocates that again for the next round.
   void set_sharded(bool sharded) { sharded_ = sharded; }
   bool sharded() const { return sharded_; }
   // Allocates bucket b's full buffer if it was released (padding zeroed; the slots are the

@@ -127,12 +127,17 @@ void BucketTransport::assign(const std::vector<Tensor>& members,
     }
     total = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
     const Tensor& first = members[in_bucket.front()];
-    {
-      ShareableAllocations shared;  // peers of this host may map it in the all-reduce
-      bucket.buffer = empty({total}, first.dtype(), first.device());
+    bucket.numel = total;
+    bucket.dtype = first.dtype();
+    bucket.device = first.device();
+    if (sharded_) {  // the full buffer comes with the first write (ensure_buffer)
+      RG_CHECK(total % group_.size() == 0,
+               "BucketTransport::assign: sharded buckets must be "
+               "padded to a multiple of the world size");
+      bucket.shard = new_buffer(bucket, total / group_.size(), MemoryCategory::gradients);
+    } else {
+      bucket.buffer = new_buffer(bucket, total, MemoryCategory::buckets);
     }
-    tag_memory(*bucket.buffer.storage(), MemoryCategory::buckets);
-    if (total) RG_KERNEL(first.device(), fill)(bucket.buffer, 0.0);
     bucket.members = in_bucket;
     bucket.pending = in_bucket.size();
     buckets_.push_back(std::move(bucket));
@@ -140,8 +145,51 @@ void BucketTransport::assign(const std::vector<Tensor>& members,
   next_to_launch_ = 0;
 }
 
+// Zeroed, shareable with peers of this host (they may map it in a collective), tagged.
+Tensor BucketTransport::new_buffer(const Bucket& bucket, int64_t numel,
+                                   MemoryCategory category) const {
+  Tensor buffer = [&] {
+    ShareableAllocations shared;
+    return empty({numel}, bucket.dtype, bucket.device);
+  }();
+  tag_memory(*buffer.storage(), category);
+  if (numel) RG_KERNEL(bucket.device, fill)(buffer, 0.0);
+  return buffer;
+}
+
+void BucketTransport::ensure_buffer(size_t b) {
+  Bucket& bucket = buckets_.at(b);
+  if (bucket.buffer.defined()) return;
+  bucket.buffer = new_buffer(bucket, bucket.numel, MemoryCategory::buckets);
+}
+
+Tensor BucketTransport::shard(size_t b) const {
+  const Bucket& bucket = buckets_.at(b);
+  if (bucket.shard.defined()) return bucket.shard;
+  const int64_t n = bucket.numel / group_.size();
+  return flat_slice(bucket.buffer, group_.rank() * n, n);
+}
+
+// After the reduce-scatter: this rank's averaged slice moves to the shard buffer and the
+// full buffer goes (the other slices hold stale partial sums).
+void BucketTransport::keep_shard_only(Bucket& bucket) {
+  const int64_t n = bucket.numel / group_.size();
+  copy_buffer(bucket.shard, flat_slice(bucket.buffer, group_.rank() * n, n));
+  bucket.buffer = Tensor();
+}
+
+size_t BucketTransport::buffer_bytes() const {
+  size_t bytes = 0;
+  for (const Bucket& bucket : buckets_)
+    bytes += (bucket.buffer.defined() ? bucket.buffer.nbytes() : 0) +
+             (bucket.shard.defined() ? bucket.shard.nbytes() : 0);
+  return bytes;
+}
+
 Tensor BucketTransport::slot(size_t i) const {
   const Bucket& bucket = buckets_[bucket_of_[i]];
+  RG_CHECK(bucket.buffer.defined(), "BucketTransport::slot: bucket ", bucket_of_[i],
+           " has released its full buffer (ensure_buffer first)");
   size_t k = index_in_bucket_[i];
   return flat_slice(bucket.buffer, bucket.offsets[k], bucket.numels[k]);
 }
@@ -214,6 +262,9 @@ void BucketTransport::poll_completions() {
     if (bucket.work && !bucket.done_seen && bucket.work->is_completed()) {
       bucket.done_seen = true;
       bucket.done_at = Clock::now();
+      // Sharded: free the full buffer now, not at wait_all (a failed collective's garbage
+      // shard is never used: wait_all throws its error).
+      if (sharded_) keep_shard_only(bucket);
     }
   }
 }
@@ -239,9 +290,10 @@ void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ende
     stats_.hidden_seconds += std::max(0.0, hidden);
     if (trace_)
       trace_->span(group_.rank(), "comm", "allreduce bucket " + std::to_string(b), start, done,
-                   "{\"params\": " + std::to_string(bucket.members.size()) +
-                       ", \"bytes\": " + std::to_string(bucket.buffer.nbytes()) + "}");
+                   "{\"params\": " + std::to_string(bucket.members.size()) + ", \"bytes\": " +
+                       std::to_string(bucket.numel * itemsize(bucket.dtype)) + "}");
     bucket.work.reset();
+    if (sharded_ && bucket.buffer.defined()) keep_shard_only(bucket);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/memory_category.h"
 #include "core/tensor.h"
 #include "dist/process_group.h"
 #include "dist/trace.h"
@@ -68,7 +69,25 @@ class BucketTransport {
   // elements; drops the previous buckets.
   void assign(const std::vector<Tensor>& members, const std::vector<std::vector<size_t>>& layout,
               int64_t pad_multiple = 1);
-  // The flat slot of member i in its bucket's buffer.
+  // ZeRO stage 2 (call before assign): once its reduce-scatter is seen completed (by
+  // poll_completions during backward, or wait_all) each bucket keeps only this rank's slice
+  // in a persistent shard buffer (1/world of the bucket) and frees its full buffer;
+  // ensure_buffer() allocates that again for the next round.
+  void set_sharded(bool sharded) { sharded_ = sharded; }
+  bool sharded() const { return sharded_; }
+  // Allocates bucket b's full buffer if it was released (padding zeroed; the slots are the
+  // caller's to fill). A no-op when it exists.
+  void ensure_buffer(size_t bucket);
+  bool has_buffer(size_t bucket) const { return buckets_.at(bucket).buffer.defined(); }
+  // Bucket b's padded element count, whether or not its full buffer exists.
+  int64_t bucket_numel(size_t bucket) const { return buckets_.at(bucket).numel; }
+  // This rank's slice of bucket b (elements [rank n/world, (rank+1) n/world)): the shard
+  // buffer once sharded, else a view of the full buffer. Where a reduce-scatter leaves the
+  // averaged gradient, and where a sharded optimizer reads it.
+  Tensor shard(size_t bucket) const;
+  // Bytes of the full buffers and of the shard buffers alive now (stage 2's memory).
+  size_t buffer_bytes() const;
+  // The flat slot of member i in its bucket's buffer (which must exist).
   Tensor slot(size_t member) const;
   // Bucket b's whole flat buffer (padding included), and where member i's slot starts in it.
   const Tensor& buffer(size_t bucket) const { return buckets_.at(bucket).buffer; }
@@ -108,8 +127,12 @@ class BucketTransport {
 
  private:
   struct Bucket {
-    Tensor buffer;                 // flat, one dtype and device
-    Tensor own_buffer;             // defined while `buffer` is a lent gradient (adopted)
+    Tensor buffer;      // flat, one dtype and device
+    Tensor own_buffer;  // defined while `buffer` is a lent gradient (adopted)
+    Tensor shard;       // sharded: this rank's slice, kept between rounds
+    int64_t numel = 0;  // padded
+    DType dtype = DType::f32;
+    Device device = kCPU;
     std::vector<size_t> members;   // indices into the members given to assign()
     std::vector<int64_t> offsets;  // element offset of each member in buffer
     std::vector<int64_t> numels;
@@ -128,6 +151,10 @@ class BucketTransport {
   std::vector<size_t> index_in_bucket_;
   size_t next_to_launch_ = 0;
   BucketStats stats_;
+  bool sharded_ = false;
+
+  Tensor new_buffer(const Bucket& bucket, int64_t numel, MemoryCategory category) const;
+  void keep_shard_only(Bucket& bucket);
 };
 
 }  // namespace rg::dist

@@ -88,6 +88,9 @@ void CollectiveScheduler::run_item(Item& item) {
       error = std::current_exception();
     }
   }
+  // The tensors the collective captured go before it is seen finished: a caller that drops
+  // its last reference after wait() (ZeRO-2's released buckets) frees the memory then.
+  item.first = nullptr;
   bool more = false;
   {
     std::lock_guard lock(mu_);

@@ -32,6 +32,8 @@ struct DDPOptions {
   int consistency_check_every = 0;
   // ZeRO stage 1: 1 reduce-scatters the gradients so that each rank holds the average of
   // its 1/world slice of every bucket (comm_hook is ignored); step with optim::ZeroAdamW.
+  // Stage 2 also releases each .grad once it is in its bucket and keeps only the slice of
+  // each bucket between backwards (nn/reducer.h): gradient memory ~1/world per rank.
   int zero_stage = 0;
 };
 

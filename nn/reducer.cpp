@@ -18,16 +18,17 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
       names_(std::move(names)),
       group_(group),
       options_(std::move(options)),
-      transport_(group, options_.zero_stage == 1 ? dist::reduce_scatter_hook : options_.comm_hook,
+      transport_(group, options_.zero_stage >= 1 ? dist::reduce_scatter_hook : options_.comm_hook,
                  options_.trace),
       alive_(std::make_shared<bool>(true)) {
   RG_CHECK(names_.size() == params_.size(), "Reducer: ", params_.size(), " parameters but ",
            names_.size(), " names");
   RG_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
-  RG_CHECK(options_.zero_stage == 0 || options_.zero_stage == 1, "Reducer: zero_stage ",
-           options_.zero_stage, " is not supported (0 or 1)");
-  RG_CHECK(options_.zero_stage == 0 || !options_.gradient_as_bucket_view,
-           "Reducer: zero_stage 1 cannot keep gradients as bucket views (the buckets hold "
+  RG_CHECK(options_.zero_stage >= 0 && options_.zero_stage <= 2, "Reducer: zero_stage ",
+           options_.zero_stage, " is not supported (0, 1 or 2)");
+  RG_CHECK(options_.zero_stage == 0 || !options_.gradient_as_bucket_view, "Reducer: zero_stage ",
+           options_.zero_stage,
+           " cannot keep gradients as bucket views (the buckets hold "
            "shards of averaged gradients, then parameters)");
   for (size_t i = 0; i < params_.size(); ++i) {
     RG_CHECK(params_[i].is_leaf() && params_[i].requires_grad(), "Reducer: parameter '", names_[i],
@@ -36,6 +37,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
              " backend cannot reduce tensors on ", params_[i].device().str(), " (parameter '",
              names_[i], "')");
   }
+  transport_.set_sharded(options_.zero_stage == 2);
   ready_.assign(params_.size(), false);
   std::vector<size_t> reverse_order(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) reverse_order[i] = params_.size() - 1 - i;
@@ -55,7 +57,7 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
   std::vector<Tensor> old_grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) old_grads[i] = params_[i].grad().clone();
-  int64_t pad_multiple = options_.zero_stage == 1 ? group_.size() : 1;
+  int64_t pad_multiple = options_.zero_stage >= 1 ? group_.size() : 1;
   // Members of half a bucket or more get buckets of their own, to be lent their gradients.
   const size_t alone_bytes = lends_gradients() ? options_.bucket_cap_bytes / 2 : SIZE_MAX;
   transport_.assign(params_,
@@ -114,6 +116,7 @@ bool Reducer::adopt_gradient(size_t i) {
 
 bool Reducer::scale_into_slot(size_t i) {
   NoGradGuard no_grad;
+  transport_.ensure_buffer(transport_.bucket_of(i));  // ZeRO-2 released it after the last round
   Tensor grad = params_[i].grad();
   Tensor slot = transport_.slot(i);
   double scale = 1.0 / group_.size();
@@ -134,6 +137,11 @@ bool Reducer::scale_into_slot(size_t i) {
   return true;
 }
 
+// ZeRO-2: once in its bucket slot, the local gradient is no longer needed on this rank.
+void Reducer::release_local_gradient(size_t i) {
+  if (options_.zero_stage == 2) params_[i].set_grad(Tensor());
+}
+
 void Reducer::mark_ready(size_t i) {
   if (joined_) fail_for_backward_after_join(i);
   if (!require_sync_) return;  // no_sync: gradients accumulate locally in .grad
@@ -152,6 +160,7 @@ void Reducer::mark_ready(size_t i) {
   transport_.poll_completions();
   if (!adopt_gradient(i) && scale_into_slot(i) && options_.gradient_as_bucket_view)
     params_[i].set_grad(transport_.slot(i).view(params_[i].shape()));
+  release_local_gradient(i);
   if (options_.trace)
     options_.trace->instant(group_.rank(), "backward", "grad ready: " + names_[i], Clock::now());
   if (transport_.mark_filled(i) && options_.overlap) transport_.launch_ready();
@@ -168,7 +177,7 @@ void Reducer::complete_iteration(Clock::time_point backward_end, std::vector<siz
   transport_.launch_ready();
   RG_CHECK(transport_.all_launched(), "Reducer: internal error: a bucket was not launched");
   transport_.wait_all(backward_start_, backward_end);
-  bool zero = options_.zero_stage == 1;  // the averaged gradients stay sharded in the buckets
+  bool zero = options_.zero_stage >= 1;  // the averaged gradients stay sharded in the buckets
   if (!options_.gradient_as_bucket_view && !zero) write_averaged_gradients();
   reset_for_next_backward();
   ++synchronized_backwards_;
@@ -187,6 +196,7 @@ void Reducer::shadow_backward() {
   backward_start_ = Clock::now();
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
+    transport_.ensure_buffer(transport_.bucket_of(i));
     Tensor slot = transport_.slot(i);
     if (options_.gradient_as_bucket_view) params_[i].set_grad(slot.view(params_[i].shape()));
     slot.zero_();
@@ -219,6 +229,7 @@ std::vector<std::string> Reducer::contribute_unused_parameters() {
       continue;
     }
     scale_into_slot(i);
+    release_local_gradient(i);
     ready_[i] = true;
     transport_.mark_filled(i);
   }

@@ -25,6 +25,14 @@
 // is reduce-scattered instead of all-reduced (dist::reduce_scatter_hook), and the layout is
 // never rebuilt. The averaged gradient then exists only as each rank's slice of each bucket,
 // for a sharded optimizer (optim::ZeroAdamW) to read; .grad keeps the local sum.
+//
+// ZeRO stage 2 (zero_stage = 2): as stage 1, and gradient memory shrinks to ~1/N. Once a
+// parameter's gradient is in its bucket slot during a synchronised backward, its .grad is
+// released (undefined); a bucket's full buffer exists only from the first write of a
+// synchronised backward until its reduce-scatter completes, after which only this rank's
+// slice stays, in a persistent shard buffer (BucketTransport::set_sharded, shard()). Inside
+// no_sync .grad still accumulates the full local gradient (as PyTorch FSDP does without
+// sharded accumulation): gradient accumulation costs one full gradient per rank meanwhile.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -45,7 +53,8 @@ struct ReducerOptions {
   bool overlap = true;  // false: launch every bucket only after backward (for comparison)
   dist::CommHook comm_hook = dist::allreduce_hook;
   std::shared_ptr<dist::TraceRecorder> trace;  // null: no timeline
-  int zero_stage = 0;                          // 1: reduce-scatter into shards (replaces comm_hook)
+  int zero_stage = 0;  // 1: reduce-scatter into shards (replaces comm_hook); 2: also frees
+                       // .grad and the full bucket buffers (see above)
 };
 
 class Reducer {
@@ -105,6 +114,8 @@ class Reducer {
   // slot = grad * (1/world), in place when .grad already is the slot, zero without a .grad.
   // Returns whether it copied from a separate .grad.
   bool scale_into_slot(size_t param_index);
+  // ZeRO-2: drops the parameter's .grad once its gradient is in the bucket.
+  void release_local_gradient(size_t param_index);
 
   std::vector<Tensor> params_;
   std::vector<std::string> names_;

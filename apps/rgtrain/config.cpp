@@ -151,9 +151,11 @@ void add_dist_flags(CLI::App& app, Args& a) {
   app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");
   app.add_option("--zero", a.zero,
                  "ZeRO stage: 1 shards the AdamW state across the ranks (gradients "
-                 "reduce-scattered, parameters all-gathered); each rank saves its optimizer "
-                 "shard beside the checkpoint, and --resume reads them at any world size")
-      ->check(CLI::Range(0, 1));
+                 "reduce-scattered, parameters all-gathered); 2 also shards the gradients "
+                 "(each .grad freed once in its bucket, each bucket kept as this rank's slice "
+                 "between steps); each rank saves its optimizer shard beside the checkpoint, "
+                 "and --resume reads them at any world size and either stage")
+      ->check(CLI::Range(0, 2));
   app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
 }
 

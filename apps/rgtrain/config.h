@@ -30,7 +30,7 @@ struct Args {
   int64_t eval_every = 250;
   double bucket_cap_mb = 25;
   std::string backend = "tcp";  // --backend: how the ranks talk (tcp: a store; mpi: mpirun's)
-  int zero = 0;                 // --zero: ZeRO stage (1: AdamW state sharded across the ranks)
+  int zero = 0;                 // --zero: ZeRO stage (1: AdamW state sharded; 2: gradients too)
   bool no_overlap = false, grad_view = false, verify = false;
   // --resume: "" (off), "always" (the checkpoint must exist) or "auto" (resume when one
   // exists, else start fresh: for rgrun --max-restarts).

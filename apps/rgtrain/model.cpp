@@ -118,8 +118,9 @@ std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
 
 void check_zero_flags(const Args& a) {
   if (a.zero == 0) return;
-  if (a.optimizer != "adamw") fail("--zero 1 needs --optimizer adamw, got '", a.optimizer, "'");
-  if (a.grad_view) fail("--zero 1 cannot be combined with --grad-as-bucket-view");
+  if (a.optimizer != "adamw")
+    fail("--zero ", a.zero, " needs --optimizer adamw, got '", a.optimizer, "'");
+  if (a.grad_view) fail("--zero ", a.zero, " cannot be combined with --grad-as-bucket-view");
 }
 
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {

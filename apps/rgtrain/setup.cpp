@@ -135,7 +135,7 @@ void wrap_ddp(RunState& s) {
     o.zero_stage = a.zero;
     if (a.reduce_dtype == "bf16") o.comm_hook = rg::dist::bf16_compress_hook;
     s.ddp = std::make_unique<rg::nn::DistributedDataParallel>(s.model, *s.group, o);
-    if (a.zero == 1) {
+    if (a.zero >= 1) {
       s.opt = make_zero_optimizer(a, *s.ddp);  // needs the DDP's buckets
       resume_optimizer(s);
     }
@@ -165,8 +165,9 @@ void build(RunState& s) {
     split_batch(s);
   }
   check_zero_flags(a);
-  if (a.zero == 1 && a.reduce_dtype == "bf16")
-    fail("--reduce-dtype bf16 cannot be combined with --zero 1 (its reduce-scatter is f32)");
+  if (a.zero >= 1 && a.reduce_dtype == "bf16")
+    fail("--reduce-dtype bf16 cannot be combined with --zero ", a.zero,
+         " (its reduce-scatter is f32)");
   build_model(s);
   wrap_ddp(s);
 }

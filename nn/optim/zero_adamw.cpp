@@ -8,6 +8,8 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "core/memory_accounting.h"
+#include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
 #include "kernels/builtin.h"
 
@@ -23,8 +25,9 @@ ZeroAdamW::ZeroAdamW(nn::DistributedDataParallel& ddp, AdamWOptions opts)
 ZeroAdamW::ZeroAdamW(nn::DistributedDataParallel& ddp, std::vector<ParamGroup> groups,
                      AdamWOptions opts)
     : Optimizer(std::move(groups), opts.lr, "ZeroAdamW"), options(opts), reducer_(ddp.reducer()) {
-  RG_CHECK(reducer_.zero_stage() == 1, "ZeroAdamW: the DistributedDataParallel has zero_stage ",
-           reducer_.zero_stage(), "; construct it with DDPOptions::zero_stage = 1");
+  RG_CHECK(reducer_.zero_stage() == 1 || reducer_.zero_stage() == 2,
+           "ZeroAdamW: the DistributedDataParallel has zero_stage ", reducer_.zero_stage(),
+           "; construct it with DDPOptions::zero_stage = 1 or 2");
   RG_CHECK(opts.beta1 >= 0 && opts.beta1 < 1 && opts.beta2 >= 0 && opts.beta2 < 1,
            "ZeroAdamW: betas must be in [0, 1), got (", opts.beta1, ", ", opts.beta2, ")");
   RG_CHECK(opts.eps >= 0 && opts.weight_decay >= 0, "ZeroAdamW: eps ", opts.eps,
@@ -62,7 +65,7 @@ void ZeroAdamW::plan_shards(const std::vector<double>& weight_decays) {
   const int world = reducer_.group().size(), rank = reducer_.group().rank();
   std::vector<std::vector<size_t>> layout = transport.assignment();
   for (size_t b = 0; b < layout.size(); ++b) {
-    Shard shard{b, 0, transport.buffer(b).numel() / world, {}, {}, {}};
+    Shard shard{b, 0, transport.bucket_numel(b) / world, {}, {}, {}};
     shard.start = rank * shard.numel;
     for (size_t i : layout[b]) {
       int64_t begin = transport.offset_in_bucket(i);
@@ -81,8 +84,9 @@ int64_t ZeroAdamW::shard_numel() const {
   return total;
 }
 
+// Stage 1: a slice of the bucket's buffer; stage 2: the bucket's own shard buffer.
 Tensor ZeroAdamW::gradient_shard(const Shard& shard) const {
-  return dist::flat_slice(reducer_.transport().buffer(shard.bucket), shard.start, shard.numel);
+  return reducer_.transport().shard(shard.bucket);
 }
 
 void ZeroAdamW::step() {
@@ -133,17 +137,35 @@ void ZeroAdamW::update_shards() {
   }
 }
 
-// Every bucket all-gathered in place (all launched, then waited), then copied back.
+// Where bucket b is all-gathered: its own buffer in place (stage 1), or a temporary full
+// buffer (stage 2, whose bucket keeps only its shard), freed once the parameters are copied.
+Tensor ZeroAdamW::gather_buffer(size_t b) const {
+  const dist::BucketTransport& transport = reducer_.transport();
+  if (transport.has_buffer(b)) return transport.buffer(b);
+  const Tensor& shard = transport.shard(b);
+  Tensor full = [&] {
+    ShareableAllocations shared;  // peers of this host may map it in the all-gather
+    return empty({transport.bucket_numel(b)}, shard.dtype(), shard.device());
+  }();
+  tag_memory(*full.storage(), MemoryCategory::buckets);
+  return full;
+}
+
+// Every bucket all-gathered (all launched, then waited), then copied back.
 void ZeroAdamW::gather_parameters() {
   const dist::BucketTransport& transport = reducer_.transport();
+  std::vector<Tensor> full;
   std::vector<std::shared_ptr<dist::Work>> works;
-  for (const Shard& shard : shards_)
-    works.push_back(
-        reducer_.group().allgather(transport.buffer(shard.bucket), gradient_shard(shard)));
+  for (const Shard& shard : shards_) {
+    full.push_back(gather_buffer(shard.bucket));
+    works.push_back(reducer_.group().allgather(full.back(), gradient_shard(shard)));
+  }
   for (auto& work : works) work->wait();
   const std::vector<Tensor>& params = reducer_.params();
   for (size_t i = 0; i < params.size(); ++i) {
-    dist::copy_buffer(flat(params[i]), transport.slot(i));
+    const Tensor& bucket = full[transport.bucket_of(i)];
+    dist::copy_buffer(flat(params[i]),
+                      dist::flat_slice(bucket, transport.offset_in_bucket(i), params[i].numel()));
     params[i].bump_version();
   }
 }

@@ -15,6 +15,9 @@
 // grad_norm is the global norm: each rank's sum of squares over its shards
 // (rg::sum_squares_multi, one device-to-host copy), all-reduced; clip_grad_norm_ and
 // step(grad_scale) scale the shards in place. The state is sharded (state_is_sharded).
+// With zero_stage = 2 the gradient shards live in the buckets' shard buffers
+// (BucketTransport::shard) and step 2 all-gathers into a temporary full buffer per bucket,
+// freed after step 3: between steps a bucket holds only its shard.
 // Semantics match AdamW when every parameter gets a gradient every step (DDP guarantees one;
 // find_unused_parameters gives zeros): a single step count is kept.
 #pragma once
@@ -83,6 +86,7 @@ class ZeroAdamW : public Optimizer {
   };
   void update_shard(Shard& shard, std::vector<DecayGroup>& groups);
   void update_shards();
+  Tensor gather_buffer(size_t bucket) const;
   void gather_parameters();
   void load_segment(const nn::StateDict& dict, const Segment& segment, Shard& shard);
 

@@ -223,7 +223,18 @@ check_bad "--zero 1 with sgd" "${TINY[@]}" --steps 1 --zero 1 --optimizer sgd
 check_bad "--resume of a --zero 1 checkpoint in one process" "${TINY[@]}" --steps 4 --zero 1 \
   --checkpoint "$TMP/zero2" --resume
 grep -q "sharded into 2 files by --zero 1" "$TMP/err" || bad "names the sharded optimizer state"
-check_bad "--zero 2" "${TINY[@]}" --steps 1 --zero 2
+check_bad "--zero 3" "${TINY[@]}" --steps 1 --zero 3
+
+# --zero 2 under rgrun (gradients sharded too): --verify against one process in f64 to 1e-12.
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 2 --verify \
+  --precision f64 >"$TMP/zero2v.out" 2>&1
+if python3 - "$TMP/zero2v.out" <<'PY'
+import re, sys
+m = re.search(r"verify: max \|param difference\| = (\S+)", open(sys.argv[1]).read())
+sys.exit(0 if m and float(m.group(1)) <= 1e-12 else 1)
+PY
+then ok "--zero 2 under rgrun: --verify equals one process (f64, <= 1e-12)"
+else bad "--zero 2 --verify: $(tail -3 "$TMP/zero2v.out")"; fi
 
 # The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
 # at step 1; later steps differ only by the rounding of the gradient average).
@@ -270,6 +281,28 @@ sys.exit(0 if ok else 1)
 PY
 then ok "--memory-report: every category per phase; buckets only under DDP; peak on the live line"
 else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
+
+# --memory-report under --zero 1 and --zero 2 (2 ranks, one micro-batch per step, a model of
+# ~1.5 MiB of gradients): stage 2 holds about half the gradient bytes in the optimizer phase (its
+# shards; every .grad freed) and no bucket buffers before the first backward.
+MEM=(--layers 2 --heads 4 --width 128 --digits 1 --global-batch 8 --micro-batch 4 --threads 1
+     --eval-every 0 --steps 2 --memory-report)
+for z in 1 2; do
+  "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${MEM[@]}" --zero $z >"$TMP/memz$z.out" 2>&1
+done
+if python3 - "$TMP/memz1.out" "$TMP/memz2.out" <<'PY'
+import re, sys
+def row(path, name):
+    for line in open(path):
+        m = re.match(r"^\[rank 0\] " + name + r"\s+(\S+)\s+(\S+)\s+(\S+)$", line.rstrip())
+        if m: return [float(x) for x in m.groups()]
+z1, z2 = [row(p, "gradients") for p in sys.argv[1:]]
+buckets2 = row(sys.argv[2], "buckets")
+print("gradients --zero 1", z1, "--zero 2", z2, "buckets --zero 2", buckets2)
+sys.exit(0 if z1[2] > 1 and z2[2] <= 0.6 * z1[2] and buckets2[0] == 0 else 1)
+PY
+then ok "--memory-report: --zero 2 holds about half --zero 1's gradient bytes at 2 ranks"
+else bad "--zero 2 memory report: $(cat "$TMP/memz1.out" "$TMP/memz2.out")"; fi
 
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
 # the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rgtrain --zero 1 checkpoints under rgrun: each rank saves its optimizer shard beside
+# rgtrain --zero 1 (and 2) checkpoints under rgrun: each rank saves its optimizer shard beside
 # ckpt.safetensors, and --resume reads them. A 2-rank run stopped after step 4 and resumed to
 # step 8 equals the uninterrupted 8-step run bit for bit (weights and shards); resumed at 1 or
 # 4 ranks it equals it to 1e-10 in f64 (measured ~4e-14: the sums run in another order), far
@@ -52,6 +52,17 @@ if "$RGTRAIN" --compare "$TMP/z8/ckpt.safetensors" "$TMP/r2/ckpt.safetensors" &&
    cmp "$(shard "$TMP/z8" 8 1 2)" "$(shard "$TMP/r2" 8 1 2)" && [ ! -e "$(shard "$TMP/r2" 4 0 2)" ]; then
   ok "--zero 1 resume at 2 ranks == uninterrupted (weights and shards bit for bit; step-4 shards removed)"
 else bad "--zero 1 resume at 2 ranks differs: $(ls "$TMP/r2")"; fi
+
+# The --zero 1 checkpoint resumed with --zero 2 (gradients sharded too): the same run bit for
+# bit, since stage 2 reduces and updates the same shards.
+cp -r "$TMP/z4" "$TMP/s2"
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${BASE[@]}" --zero 2 --checkpoint "$TMP/s2" --resume \
+  >"$TMP/s2.out" 2>&1 || bad "resume with --zero 2: $(tail -3 "$TMP/s2.out")"
+if "$RGTRAIN" --compare "$TMP/z8/ckpt.safetensors" "$TMP/s2/ckpt.safetensors" &&
+   cmp "$(shard "$TMP/z8" 8 0 2)" "$(shard "$TMP/s2" 8 0 2)" &&
+   cmp "$(shard "$TMP/z8" 8 1 2)" "$(shard "$TMP/s2" 8 1 2)"; then
+  ok "a --zero 1 checkpoint resumed with --zero 2 at 2 ranks == uninterrupted (bit for bit)"
+else bad "--zero 2 resume differs: $(ls "$TMP/s2")"; fi
 
 # Resume the 2-rank checkpoint at 1 and at 4 ranks; the shards of world 2 go after the commit.
 for n in 1 4; do

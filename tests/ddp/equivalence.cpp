@@ -131,6 +131,20 @@ int64_t state_elements(const optim::Optimizer& opt) {
   return elements;
 }
 
+int64_t grads_defined(nn::Module& model) {
+  int64_t n = 0;
+  for (const Tensor& p : model.parameters()) n += p.grad().defined();
+  return n;
+}
+
+int64_t full_buckets(const dist::BucketTransport& transport) {
+  int64_t n = 0;
+  for (size_t b = 0; b < transport.bucket_count(); ++b) n += transport.has_buffer(b);
+  return n;
+}
+
+void note_min(int64_t& least, int64_t value) { least = least < 0 ? value : std::min(least, value); }
+
 }  // namespace
 
 std::vector<Tensor> train_single_process(const Setup& s) {
@@ -157,7 +171,7 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
   o.first_bucket_cap_mb = s.first_bucket_cap_mb;
   o.gradient_as_bucket_view = s.grad_view;
   o.overlap = s.overlap;
-  o.zero_stage = s.zero ? 1 : 0;
+  o.zero_stage = s.zero;
   nn::DistributedDataParallel ddp(model, group, o);
   auto opt = make_ddp_optimizer(s, ddp);
   resume_if_asked(s, *model, *opt);
@@ -180,20 +194,26 @@ RankResult train_ddp_rank(const Setup& s, dist::ProcessGroup& group,
       int64_t before_micro = int64_t(group.collectives_issued(reduction));
       ddp.pre_forward();
       loss_of(s, ddp.module(), xm, ym, denominator).backward();
-      if (!last)
+      if (!last) {
         result.allreduces_inside_no_sync +=
             int64_t(group.collectives_issued(reduction)) - before_micro;
+        note_min(result.fewest_grads_after_no_sync, grads_defined(*model));
+      }
     }
     result.allreduces_per_step.push_back(int64_t(group.collectives_issued(reduction)) - before);
     result.buckets_per_step.push_back(buckets);
+    result.most_grads_after_sync = std::max(result.most_grads_after_sync, grads_defined(*model));
+    if (s.before_step) s.before_step(ddp);
     clip_if_asked(s, *opt);
     opt->step();
+    result.most_full_buckets_after_step =
+        std::max(result.most_full_buckets_after_step, full_buckets(ddp.reducer().transport()));
   }
   result.state_elements = state_elements(*opt);
   result.optimizer_state = copy_of(opt->state_dict());
   for (size_t b = 0; b < ddp.reducer().bucket_count(); ++b)
     result.largest_bucket_elements =
-        std::max(result.largest_bucket_elements, ddp.reducer().transport().buffer(b).numel());
+        std::max(result.largest_bucket_elements, ddp.reducer().transport().bucket_numel(b));
   if (at_end) at_end(group);
   for (auto& p : model->parameters()) result.params.push_back(p.detach().clone());
   return result;

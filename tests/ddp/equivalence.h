@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "nn/ddp.h"
 #include "nn/state_dict.h"
 #include "ringgrad.h"
 
@@ -27,13 +28,15 @@ struct Setup {
   std::string optimizer = "sgd";  // "sgd" (momentum) or "adamw"
   bool bias = true;               // GPT linear/layernorm biases
   bool checkpoint = false;        // GPT: activation checkpointing in the DDP ranks only
-  bool zero = false;              // DDP ranks: zero_stage 1 with optim::ZeroAdamW (needs "adamw")
-  double clip = 0;                // > 0: clip the gradients' global norm to this before each step
+  int zero = 0;     // DDP ranks: this zero_stage with optim::ZeroAdamW (needs "adamw")
+  double clip = 0;  // > 0: clip the gradients' global norm to this before each step
   // Resuming (DDP ranks): the data of steps [first_step, first_step + steps), starting from
   // these weights (when given) and this optimizer state (when not empty).
   int first_step = 0;
   std::vector<Tensor> initial_params;
   nn::StateDict optimizer_state;
+  // DDP ranks: runs after the last backward of each step, before clipping and the step.
+  std::function<void(nn::DistributedDataParallel&)> before_step;
 };
 
 struct RankResult {
@@ -44,6 +47,12 @@ struct RankResult {
   int64_t state_elements = 0;           // per moment of the optimizer's state on this rank
   int64_t largest_bucket_elements = 0;  // padding included
   nn::StateDict optimizer_state;        // the optimizer's state_dict after training (copies)
+  // Over all steps: the most parameters with a .grad after a synchronised backward, the
+  // fewest after a backward inside no_sync (-1: none ran), the most buckets with their full
+  // buffer after a step.
+  int64_t most_grads_after_sync = 0;
+  int64_t fewest_grads_after_no_sync = -1;
+  int64_t most_full_buckets_after_step = 0;
 };
 
 // Building blocks, shared with the Join tests (join_training.h).

@@ -220,7 +220,8 @@ void MessagePump::idle(Clock::duration idle_for) {
     std::lock_guard lock(mu_);
     idled_ = true;
     for (auto& p : peers_) {
-      for (ByteStream* s : {p.link.data.get(), p.link.control.get()}) {
+      ByteStream* control = p.control_closed ? nullptr : p.link.control.get();
+      for (ByteStream* s : {p.link.data.get(), control}) {
         if (s && s->fd() >= 0) fds.push_back({s->fd(), POLLIN, 0});
       }
     }

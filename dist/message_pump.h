@@ -112,7 +112,8 @@ struct Peer {
   std::unique_ptr<Unexpected> in_unexpected;           // or the heap buffer being filled
   std::deque<std::unique_ptr<Unexpected>> unexpected;  // complete, unmatched
   std::vector<char> control_in;
-  bool gone = false;
+  bool gone = false;            // its process exited or it closed the group
+  bool control_closed = false;  // the end of its control stream was read
   enum class Probe { none, asked, waiting, idle } probe = Probe::none;
   std::string probe_reply;
   int probe_waits_for = -1;  // the rank its probe reply says it waits for
@@ -199,6 +200,12 @@ class MessagePump {
 
   // Reads failure reports of the peer; PeerClosed when its process is gone.
   bool pump_control(int peer, Peer& p);
+
+  // The peer's control stream has ended. Over shared memory the peer is gone: what it wrote
+  // is already in the ring. Over a socket it is gone only when its data stream ends too,
+  // since its last data may still be on the wire behind the control stream's end (a slow
+  // link sends the short control stream's close first).
+  void control_ended(Peer& p);
 
   // Checks an arriving header against the posted receive; fails the group on a mismatch.
   bool matches(int peer, const WireHeader& h, MessageOp& op);

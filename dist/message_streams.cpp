@@ -124,7 +124,7 @@ bool MessagePump::pump_recvs(int peer, Peer& p) {
 }
 
 bool MessagePump::pump_control(int peer, Peer& p) {
-  if (!p.link.control) return false;
+  if (!p.link.control || p.control_closed) return false;
   char buf[4096];
   bool moved = false;
   bool closed = false;
@@ -169,8 +169,14 @@ bool MessagePump::pump_control(int peer, Peer& p) {
       p.probe_reply = text.size() >= 4 ? text.substr(4) : text;
     }
   }
-  if (closed) throw PeerClosed{};
+  if (closed) control_ended(p);
   return moved;
+}
+
+void MessagePump::control_ended(Peer& p) {
+  p.control_closed = true;
+  const bool data_over_socket = p.link.data && p.link.data->fd() >= 0;
+  if (!data_over_socket) p.gone = true;
 }
 
 bool MessagePump::matches(int peer, const WireHeader& h, MessageOp& op) {
@@ -237,7 +243,7 @@ void MessagePump::fail_locked(const Failure& f, const std::string& message, bool
 }
 
 void MessagePump::send_control(Peer& p, FrameType type, const std::string& text) {
-  if (!p.link.control || p.gone) return;
+  if (!p.link.control || p.gone || p.control_closed) return;
   WireHeader h;
   h.type = type;
   h.nbytes = text.size();
@@ -248,7 +254,7 @@ void MessagePump::send_control(Peer& p, FrameType type, const std::string& text)
     for (int tries = 0; tries < 1000 && done < frame.size(); ++tries)
       done += p.link.control->write_some(frame.data() + done, frame.size() - done);
   } catch (const PeerClosed&) {
-    p.gone = true;
+    control_ended(p);
   }
 }
 

@@ -2,6 +2,7 @@
 // aligned (the fresh-clone crash of issue 10), ring sizes from the environment are validated,
 // and a peer that closes in order after its last send is not a failure (issue 10, item 11).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -124,6 +125,70 @@ TEST_CASE("a peer that closes right after its last send is not a failure") {
   CHECK_NOTHROW(receiver->recv(got, 0)->wait());
   CHECK(bytes_of(got) == bytes_of(sent));
   CHECK(gate->peer_gone);  // the race was really played
+}
+
+namespace {
+
+// A socket's data stream on a slow link: the peer's last message is still on the wire when
+// the end of its (short) control stream arrives, and shows up only some reads later. fd() is
+// a pipe that never becomes readable, so the receiver treats the link as a socket and polls.
+class DataLateOverSocket : public ByteStream {
+ public:
+  DataLateOverSocket(std::unique_ptr<ByteStream> inner, std::shared_ptr<Gate> gate)
+      : inner_(std::move(inner)), gate_(std::move(gate)) {
+    REQUIRE(::pipe(pipe_) == 0);
+  }
+  ~DataLateOverSocket() override { ::close(pipe_[0]), ::close(pipe_[1]); }
+  size_t write_some(const void* data, size_t n) override { return inner_->write_some(data, n); }
+  size_t read_some(void* data, size_t n) override {
+    if (!gate_->peer_gone || ++reads_after_close_ < 50) return 0;
+    return inner_->read_some(data, n);
+  }
+  int fd() const override { return pipe_[0]; }
+  void close() override { inner_->close(); }
+  int reads_after_close_ = 0;
+
+ private:
+  std::unique_ptr<ByteStream> inner_;
+  std::shared_ptr<Gate> gate_;
+  int pipe_[2];
+};
+
+}  // namespace
+
+TEST_CASE("over a socket, a peer's last data may arrive well after its control stream ends") {
+  constexpr size_t kCapacity = 1 << 16;
+  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
+  std::shared_ptr<char> memory(
+      static_cast<char*>(::operator new[](2 * ring_bytes, std::align_val_t(kRingAlignment))),
+      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
+  RingBuffer* ring[2];
+  for (int i = 0; i < 2; ++i)
+    ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
+  std::vector<PeerLink> links0(2), links1(2);
+  links0[1].data = make_ring_stream(ring[0], ring[1], nullptr, memory);
+  auto gate = std::make_shared<Gate>();
+  auto late = std::make_unique<DataLateOverSocket>(
+      make_ring_stream(ring[1], ring[0], nullptr, memory), gate);
+  DataLateOverSocket* late_data = late.get();
+  links1[0].data = std::move(late);
+  links1[0].control = std::make_unique<GoneControl>(gate);
+  Options options;
+  options.timeout = Milliseconds(60'000);  // a failure must come from the close, not a timeout
+  auto sender = make_message_group("test", 0, 2, options, std::move(links0), nullptr);
+  auto receiver = make_message_group("test", 1, 2, options, std::move(links1), nullptr);
+
+  Tensor sent = make_input(DType::f64, 4, 0);
+  sender->send(sent, 1)->wait();
+  sender.reset();  // the sender is gone: its data stream ends after the message
+  Tensor got = empty({4}, DType::f64);
+  CHECK_NOTHROW(receiver->recv(got, 0)->wait());
+  CHECK(bytes_of(got) == bytes_of(sent));
+  CHECK(late_data->reads_after_close_ >= 50);  // the data really came after the control's end
+  // Later, with the data stream ended too, the peer is gone: a receive fails naming it.
+  Tensor more = empty({4}, DType::f64);
+  CHECK_THROWS_WITH_AS(receiver->recv(more, 0)->wait(), doctest::Contains("rank 0 has gone"),
+                       Error);
 }
 
 // A small frame written whole is also copied to the ring's preview (on the write position's

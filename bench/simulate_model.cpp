@@ -13,6 +13,7 @@ Algo algo_from_name(const std::string& name) {
   if (name == "ring") return Algo::ring;
   if (name == "direct") return Algo::direct;
   if (name == "two_level") return Algo::two_level;
+  if (name == "doubling") return Algo::doubling;
   if (name == "ringgrad") return Algo::ringgrad;
   if (name == "best") return Algo::best;
   throw std::invalid_argument("unknown algorithm '" + name + "'");
@@ -26,6 +27,8 @@ const char* algo_name(Algo a) {
       return "direct";
     case Algo::two_level:
       return "two_level";
+    case Algo::doubling:
+      return "doubling";
     case Algo::ringgrad:
       return "ringgrad";
     case Algo::best:
@@ -54,6 +57,20 @@ Terms reduce_scatter_terms(int n, double bytes) {
 Terms all_gather_terms(int n, double bytes) {
   if (n <= 1) return {};
   return {double(n - 1), double(n - 1) / n * bytes, 0};
+}
+
+namespace {
+int log2_floor(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return k;
+}
+}  // namespace
+
+Terms doubling_terms(int n, double bytes) {
+  if (n <= 1) return {};
+  const double steps = log2_floor(n) + ((n & (n - 1)) ? 2 : 0);
+  return {steps, steps * bytes, steps * bytes};
 }
 
 namespace {
@@ -100,10 +117,27 @@ double two_level(const Cluster& c, double bytes) {
          all_gather_terms(c.local, bytes).time(local);
 }
 
+// Steps of recursive doubling that stay within a host: with ranks numbered host by host and
+// L a power of two, the first log2 L (partners r ^ 1, r ^ 2, ... < L apart share a host).
+int doubling_steps_within(const Cluster& c) {
+  const bool power_of_two = (c.local & (c.local - 1)) == 0;
+  return c.hosts == 1 ? log2_floor(c.ranks()) : power_of_two ? log2_floor(c.local) : 0;
+}
+
+double doubling(const Cluster& c, double bytes) {
+  const Terms all = doubling_terms(c.ranks(), bytes);
+  if (c.hosts == 1) return all.time(c.shm.at(regime(c, bytes)));
+  const double within = doubling_steps_within(c);
+  const Terms local{within, within * bytes, within * bytes};
+  const Terms across{all.a - within, all.b - within * bytes, all.c - within * bytes};
+  return local.time(c.shm.at(regime(c, bytes))) + on_net(c, on_shared_nics(c, across));
+}
+
 // ringgrad's choice (dist/allreduce_choice.cpp), with RG_DIST_ALLREDUCE=auto.
 Algo choice(const Cluster& c, double bytes, double direct_bytes) {
   const double limit = c.hosts > 1 ? std::min(direct_bytes, kDirectBytesAcrossHosts) : direct_bytes;
   if (bytes <= limit && c.ranks() > 1) return Algo::direct;
+  if (c.hosts > 1 && bytes <= kRecursiveDoublingBytes) return Algo::doubling;
   return c.hosts > 1 && c.local > 1 ? Algo::two_level : Algo::ring;
 }
 
@@ -117,6 +151,8 @@ double allreduce_seconds(const Cluster& c, Algo algo, double bytes, double direc
       return direct(c, bytes);
     case Algo::two_level:
       return two_level(c, bytes);
+    case Algo::doubling:
+      return doubling(c, bytes);
     case Algo::ringgrad:
       return allreduce_seconds(c, choice(c, bytes, direct_bytes), bytes);
     case Algo::best:
@@ -133,6 +169,8 @@ double network_bytes(const Cluster& c, Algo algo, double bytes, double direct_by
     algo = two_level(c, bytes) < flat_ring(c, bytes) ? Algo::two_level : Algo::ring;
   if (algo == Algo::two_level && c.local > 1) return 2 * (h - 1) * bytes;
   if (algo == Algo::direct) return n * (n - c.local) * bytes;
+  if (algo == Algo::doubling)
+    return n * (doubling_terms(c.ranks(), bytes).a - doubling_steps_within(c)) * bytes;
   return h * 2 * (n - 1) / n * bytes;
 }
 

@@ -42,10 +42,12 @@ struct Cluster {
   int ranks() const { return hosts * local; }
 };
 
-// ringgrad's direct exchange limit across hosts (RG_DIST_DIRECT_BYTES_ACROSS_HOSTS).
-inline constexpr double kDirectBytesAcrossHosts = 8 << 10;
+// ringgrad's direct exchange limit across hosts (RG_DIST_DIRECT_BYTES_ACROSS_HOSTS) and its
+// recursive doubling limit (RG_DIST_RECURSIVE_DOUBLING_BYTES).
+inline constexpr double kDirectBytesAcrossHosts = 2 << 10;
+inline constexpr double kRecursiveDoublingBytes = 8 << 10;
 
-enum class Algo { ring, direct, two_level, ringgrad, best };
+enum class Algo { ring, direct, two_level, doubling, ringgrad, best };
 Algo algo_from_name(const std::string& name);
 const char* algo_name(Algo a);
 
@@ -58,16 +60,23 @@ Terms ring_terms(int n, double bytes);            // 2(N-1) steps, 2(N-1)/N·B s
 Terms direct_terms(int n, double bytes);          // 1 step, (N-1)·B sent, (N-1)·B reduced
 Terms reduce_scatter_terms(int n, double bytes);  // N-1 steps, (N-1)/N·B sent and reduced
 Terms all_gather_terms(int n, double bytes);      // N-1 steps, (N-1)/N·B sent
+// log2 P steps (P the largest power of two <= N) swapping B, plus 2 steps (B each) for the
+// ranks beyond P when N is not a power of two.
+Terms doubling_terms(int n, double bytes);
 
 // Seconds for one all-reduce of `bytes` on the cluster. ring: one flat ring over all ranks
 // (across hosts every step waits for its network hop); two_level: reduce-scatter in each
 // host, a ring of each 1/L shard across the hosts, all-gather in each host; direct: every rank
-// sends its buffer to every other; ringgrad: its own choice (dist/allreduce_choice.cpp: direct
-// up to direct_bytes, across hosts up to min(direct_bytes, 8 KiB); above it across hosts of
-// several ranks the two-level all-reduce, else the ring); best: min(ring, two_level).
+// sends its buffer to every other; doubling: recursive doubling (with L a power of two its
+// first log2 L steps stay within hosts, the rest cross; otherwise every step is counted on
+// the network); ringgrad: its own choice (dist/allreduce_choice.cpp: direct up to
+// direct_bytes, across hosts up to min(direct_bytes, 2 KiB), then recursive doubling up to
+// 8 KiB; above it across hosts of several ranks the two-level all-reduce, else the ring);
+// best: min(ring, two_level).
 double allreduce_seconds(const Cluster& c, Algo algo, double bytes, double direct_bytes = 32 << 10);
 // Payload bytes all ranks together send to other hosts in one all-reduce (ranks numbered host
-// by host): ring H·2(N-1)/N·B (H of its N hops cross), two-level 2(H-1)·B, direct N(N-L)·B.
+// by host): ring H·2(N-1)/N·B (H of its N hops cross), two-level 2(H-1)·B, direct N(N-L)·B,
+// doubling N·B per step that crosses.
 double network_bytes(const Cluster& c, Algo algo, double bytes, double direct_bytes = 32 << 10);
 
 // busbw as nccl-tests defines it: bytes / time · 2(N-1)/N, in bytes per second.

@@ -2,8 +2,9 @@
 # The flat ring against the two-level all-reduce between two hosts: two network namespaces
 # joined by a veth pair shaped with tc tbf (tests/apps/netns_hosts.sh), RANKS_PER_HOST ranks
 # (default 2) per host under one rgrun per host, bench/allreduce_hosts in each rank. Three
-# algorithms alternate ROUNDS times, each at every size: the flat ring and the two-level all-reduce (both with
-# the direct exchange off) and the direct exchange (its limits at 1 GiB). The table gives
+# algorithms alternate ROUNDS times, each at every size: the flat ring, the two-level all-reduce and
+# recursive doubling (all with the direct exchange off) and the direct exchange (its limits at
+# 1 GiB). The table gives
 # each size's median times, the ratios to the ring, and the network bytes per all-reduce.
 # RATE "none" leaves the link unshaped. Needs root (network namespaces); removes the
 # namespaces at exit. With 1 rank per host there is no two-level all-reduce: ring and direct
@@ -18,8 +19,8 @@ MIN_BYTES=${4:-1024}
 MAX_BYTES=${5:-16777216}
 FACTOR=${6:-4}
 PER_HOST=${7:-2}
-VARIANTS="ring two_level direct"
-[ "$PER_HOST" = 1 ] && VARIANTS="ring direct"
+VARIANTS="ring two_level doubling direct"
+[ "$PER_HOST" = 1 ] && VARIANTS="ring doubling direct"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/../tests/apps/netns_hosts.sh"
 TMP=$(mktemp -d)
@@ -33,6 +34,7 @@ run() {  # run VARIANT ROUND: one job, rank 0's lines in $TMP/VARIANT.ROUND
   local node pids=() how
   case $1 in
     ring | two_level) how=(RG_DIST_ALLREDUCE=$1 RG_DIST_DIRECT_BYTES=0) ;;  # the smaller applies
+    doubling) how=(RG_DIST_ALLREDUCE=recursive_doubling RG_DIST_DIRECT_BYTES=0) ;;
     direct) how=(RG_DIST_DIRECT_BYTES=1073741824 RG_DIST_DIRECT_BYTES_ACROSS_HOSTS=1073741824) ;;
   esac
   for node in 0 1; do
@@ -63,7 +65,7 @@ for alg in variants:
             size = int(f[f.index("size") + 1])
             rows.setdefault(size, {}).setdefault(alg, []).append(
                 (float(f[f.index("time_us") + 1]), float(f[f.index("network_bytes") + 1])))
-names = {"ring": "ring", "two_level": "two-level", "direct": "direct"}
+names = {"ring": "ring", "two_level": "two-level", "doubling": "doubling", "direct": "direct"}
 head = [f"{names[a]} ms" for a in variants] + [f"{names[a]} / ring" for a in variants[1:]]
 head += [f"network B: {names[a]}" for a in variants]
 print("| bytes | " + " | ".join(head) + " |")

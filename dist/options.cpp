@@ -41,7 +41,10 @@ size_t bytes_from_env(const char* name, size_t fallback) {
 
 size_t default_direct_bytes() { return bytes_from_env("RG_DIST_DIRECT_BYTES", 32 << 10); }
 size_t default_direct_bytes_across_hosts() {
-  return bytes_from_env("RG_DIST_DIRECT_BYTES_ACROSS_HOSTS", 8 << 10);
+  return bytes_from_env("RG_DIST_DIRECT_BYTES_ACROSS_HOSTS", 2 << 10);
+}
+size_t default_recursive_doubling_bytes() {
+  return bytes_from_env("RG_DIST_RECURSIVE_DOUBLING_BYTES", 8 << 10);
 }
 size_t default_single_copy_bytes() { return bytes_from_env("RG_DIST_SINGLE_COPY_BYTES", 32 << 10); }
 size_t default_single_copy_read_bytes() {
@@ -53,7 +56,8 @@ AllreduceAlgorithm default_allreduce_algorithm() {
   if (!s || !*s || std::string(s) == "auto") return AllreduceAlgorithm::automatic;
   if (std::string(s) == "ring") return AllreduceAlgorithm::ring;
   if (std::string(s) == "two_level") return AllreduceAlgorithm::two_level;
-  RG_FAIL("RG_DIST_ALLREDUCE='", s, "': expected auto, ring or two_level");
+  if (std::string(s) == "recursive_doubling") return AllreduceAlgorithm::recursive_doubling;
+  RG_FAIL("RG_DIST_ALLREDUCE='", s, "': expected auto, ring, two_level or recursive_doubling");
 }
 
 }  // namespace rg::dist

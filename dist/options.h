@@ -14,7 +14,7 @@ Milliseconds default_timeout();
 // RG_DIST_DIRECT_BYTES (a whole number of bytes, 0 turns the direct exchange off) when set,
 // else 32 KiB (the crossover measured with bench/allreduce, see docs/dist.md).
 size_t default_direct_bytes();
-// RG_DIST_DIRECT_BYTES_ACROSS_HOSTS likewise, else 8 KiB: the direct exchange's limit where the
+// RG_DIST_DIRECT_BYTES_ACROSS_HOSTS likewise, else 2 KiB: the direct exchange's limit where the
 // ranks run on several hosts (each rank sends the whole buffer to every peer, so it crosses
 // the network N-1 times; bench/two_hosts.sh measured the crossover, docs/dist.md).
 size_t default_direct_bytes_across_hosts();
@@ -24,12 +24,18 @@ size_t default_direct_bytes_across_hosts();
 size_t default_single_copy_bytes();
 size_t default_single_copy_read_bytes();
 
+// RG_DIST_RECURSIVE_DOUBLING_BYTES likewise, else 8 KiB: where the ranks run on several hosts,
+// all-reduces above the direct exchange's limit and up to this size take recursive doubling
+// (log2 N message steps; bench/two_hosts.sh measured the crossover, docs/dist.md).
+size_t default_recursive_doubling_bytes();
+
 // Which algorithm all-reduces above Options::direct_bytes take (dist/allreduce_choice.cpp):
 // automatic picks by size and topology; ring forces the flat ring (or the single-copy path
 // within a host); two_level forces the two-level all-reduce wherever every host runs the same
-// number of ranks. Every rank of a group must be given the same value.
-enum class AllreduceAlgorithm : uint8_t { automatic, ring, two_level };
-// RG_DIST_ALLREDUCE: auto (the default), ring or two_level.
+// number of ranks; recursive_doubling forces recursive doubling. Every rank of a group must
+// be given the same value.
+enum class AllreduceAlgorithm : uint8_t { automatic, ring, two_level, recursive_doubling };
+// RG_DIST_ALLREDUCE: auto (the default), ring, two_level or recursive_doubling.
 AllreduceAlgorithm default_allreduce_algorithm();
 
 struct Options {
@@ -42,6 +48,9 @@ struct Options {
   size_t direct_bytes = default_direct_bytes();
   // The same limit where the ranks run on several hosts (the smaller of the two applies).
   size_t direct_bytes_across_hosts = default_direct_bytes_across_hosts();
+  // Across hosts, all-reduces above the direct limit and up to this size take recursive
+  // doubling (dist/recursive_doubling.cpp). 0: never.
+  size_t recursive_doubling_bytes = default_recursive_doubling_bytes();
   // All-reduces of at least this many bytes between ranks of one host reach the peers'
   // buffers directly, one copy per byte (dist/single_copy_allreduce.cpp), where every
   // buffer lies in its process's shareable arena (core/shareable_host_memory.h: blocks of

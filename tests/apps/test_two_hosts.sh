@@ -5,7 +5,8 @@
 #   - rgtrain --verify --precision f64: the weights equal one process on the whole batch;
 #   - the all-reduce's bytes by link tier (tests/dist/rank_helper tiers): the flat ring sends
 #     3 B over the network for a buffer of B bytes, the two-level all-reduce (the default
-#     across hosts) 2 B, the least possible (dist/two_level_allreduce.cpp);
+#     across hosts) 2 B, the least possible (dist/two_level_allreduce.cpp), recursive
+#     doubling (forced: its default is up to 8 KiB) 4 B, B per rank in its one crossing swap;
 #   - kill -9 of a rank on either host stops both launchers, each naming that rank.
 # Skipped (exit 77, with the reason printed) where network namespaces cannot be made. The
 # namespaces are removed at exit, also when a check fails or the test is stopped.
@@ -47,15 +48,16 @@ network_bytes() {  # network_bytes NAME: the network bytes all 4 ranks sent
     sed -n 's/.*tiers: within_host=[0-9]* network=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
 }
 declare -A NET
-for ALGORITHM in ring two_level auto; do
+for ALGORITHM in ring two_level recursive_doubling auto; do
   start_nodes "tiers_$ALGORITHM" RG_DIST_ALLREDUCE=$ALGORITHM -- "$RANK_HELPER" tiers $COUNT
   wait_nodes
   expect "two hosts: $ALGORITHM all-reduce: right sums, both launchers exit 0" \
     [ "${NODE_RC[0]}" = 0 -a "${NODE_RC[1]}" = 0 ]
   NET[$ALGORITHM]=$(network_bytes "tiers_$ALGORITHM")
 done
-declare -A WANT=([ring]=$((3 * B)) [two_level]=$((2 * B)) [auto]=$((2 * B)))
-for ALGORITHM in ring two_level auto; do
+declare -A WANT=([ring]=$((3 * B)) [two_level]=$((2 * B)) [recursive_doubling]=$((4 * B))
+                [auto]=$((2 * B)))
+for ALGORITHM in ring two_level recursive_doubling auto; do
   expect "two hosts: $ALGORITHM sends ${WANT[$ALGORITHM]} bytes over the network (${NET[$ALGORITHM]})" \
     [ "${NET[$ALGORITHM]}" = "${WANT[$ALGORITHM]}" ]
 done

@@ -55,10 +55,27 @@ TEST_CASE("simulate: network bytes of 2 hosts x 2 ranks (bench/two_hosts.sh meas
   CHECK(network_bytes(c, Algo::ring, b) == 3 * b);       // 2 of 4 hops cross, 1.5 B each
   CHECK(network_bytes(c, Algo::two_level, b) == 2 * b);  // 2/3 of the ring's
   CHECK(network_bytes(c, Algo::direct, b) == 8 * b);     // 4 ranks x 2 remote peers
-  CHECK(network_bytes(c, Algo::ringgrad, 8 << 10) == 8 * (8 << 10));    // direct up to 8 KiB
+  CHECK(network_bytes(c, Algo::doubling, b) == 4 * b);   // its 2nd swap crosses: B per rank
+  CHECK(network_bytes(c, Algo::ringgrad, 2 << 10) == 8 * (2 << 10));    // direct up to 2 KiB
+  CHECK(network_bytes(c, Algo::ringgrad, 8 << 10) == 4 * (8 << 10));    // doubling up to 8 KiB
   CHECK(network_bytes(c, Algo::ringgrad, b) == 2 * b);                  // then two-level
   CHECK(network_bytes(Cluster{2, 1, {}, {}}, Algo::ring, b) == 2 * b);  // a ring of 2
   CHECK(network_bytes(Cluster{1, 4, {}, {}}, Algo::ring, b) == 0);
+}
+
+TEST_CASE("simulate: recursive doubling's steps, within a host first") {
+  CHECK(doubling_terms(8, 1000).a == 3);  // 3 swaps of B
+  CHECK(doubling_terms(8, 1000).b == 3000);
+  CHECK(doubling_terms(6, 1000).a == 4);  // 2 swaps among 4, plus the fold and the return
+  CHECK(doubling_terms(1, 1000).a == 0);
+  // 2 hosts of 2: one swap on shm (1 µs + 1000 ns), one on the network (10 µs + 10000 ns).
+  const Cluster c{2, 2, one_regime(1e-6, 1e-9, 0), one_regime(1e-5, 1e-8, 0)};
+  CHECK(allreduce_seconds(c, Algo::doubling, 1000) == doctest::Approx(22e-6));
+  // Across hosts ringgrad takes it above the direct exchange, up to 8 KiB.
+  CHECK(allreduce_seconds(c, Algo::ringgrad, 8 << 10) ==
+        doctest::Approx(allreduce_seconds(c, Algo::doubling, 8 << 10)));
+  CHECK(allreduce_seconds(c, Algo::ringgrad, 16 << 10) ==
+        doctest::Approx(allreduce_seconds(c, Algo::two_level, 16 << 10)));
 }
 
 TEST_CASE("simulate: ranks of a host sharing one NIC") {

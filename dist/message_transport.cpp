@@ -3,8 +3,6 @@
 // the pump's progress loop on the waiting thread.
 #include "dist/message_transport.h"
 
-#include <atomic>
-
 #include "dist/message_pump.h"
 
 namespace rg::dist {
@@ -37,10 +35,10 @@ class MessageTransport : public Transport {
       : Transport(rank, size, timeout),
         backend_(backend),
         pump_(std::make_shared<MessagePump>(rank, std::move(links), doorbell)),
-        keepalive_(std::move(keepalive)),
-        host_of_(std::move(host_of)) {
+        keepalive_(std::move(keepalive)) {
     // Without a host map, ranks that reach every peer without sockets share one host.
-    if (host_of_.empty() && pump_->all_rings()) host_of_.assign(size, 0);
+    if (host_of.empty() && pump_->all_rings()) host_of.assign(size, 0);
+    set_host_map(std::move(host_of));
   }
 
   const char* name() const override { return backend_; }
@@ -57,13 +55,9 @@ class MessageTransport : public Transport {
     if (pump_->socket_to(peer)) return "tcp";
     return std::string(backend_) == "threads" ? "memory" : "shm";
   }
-  std::vector<int> host_of_ranks() const override { return host_of_; }
-  LinkTierBytes bytes_sent() const override {
-    return {within_host_.load(std::memory_order_relaxed), network_.load(std::memory_order_relaxed)};
-  }
 
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope& env) override {
-    count_sent(dst, t.nbytes());
+    count_sent(dst, t.nbytes(), pump_->socket_to(dst));
     return std::make_shared<MessageWork>(pump_, pump_->post(true, t, dst, env), timeout());
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope& env) override {
@@ -86,7 +80,7 @@ class MessageTransport : public Transport {
   }
   bool send_exchange(const Tensor& mine, const Envelope& env) override {
     for (int q = 0; q < size(); ++q)
-      if (q != rank()) count_sent(q, mine.nbytes());
+      if (q != rank()) count_sent(q, mine.nbytes(), pump_->socket_to(q));
     return pump_->send_exchange(mine, env);
   }
   void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env) override {
@@ -99,19 +93,9 @@ class MessageTransport : public Transport {
   void close(bool) override { pump_->close(); }
 
  private:
-  // The tier is the host map's where there is one (a socket to a rank of this host, with
-  // RG_DIST_SHM=0, still counts as within the host), else the link's.
-  void count_sent(int peer, size_t bytes) {
-    const bool across = host_of_.empty() ? static_cast<bool>(pump_->socket_to(peer))
-                                         : host_of_[peer] != host_of_[rank()];
-    (across ? network_ : within_host_).fetch_add(bytes, std::memory_order_relaxed);
-  }
-
   const char* backend_;
   std::shared_ptr<MessagePump> pump_;
   std::shared_ptr<void> keepalive_;
-  std::vector<int> host_of_;
-  std::atomic<uint64_t> within_host_{0}, network_{0};  // payload bytes sent, by link tier
 };
 
 }  // namespace

@@ -381,8 +381,9 @@ class MpiTransport : public Transport {
  public:
   MpiTransport(std::shared_ptr<MpiChannel> channel, int rank, int size, Milliseconds timeout,
                std::vector<int> host_of)
-      : Transport(rank, size, timeout), channel_(std::move(channel)), host_of_(std::move(host_of)) {
-    one_host_ = std::all_of(host_of_.begin(), host_of_.end(), [](int host) { return host == 0; });
+      : Transport(rank, size, timeout), channel_(std::move(channel)) {
+    one_host_ = std::all_of(host_of.begin(), host_of.end(), [](int host) { return host == 0; });
+    set_host_map(std::move(host_of));  // number_hosts of the identities
   }
   ~MpiTransport() override { channel_->close(false); }
 
@@ -397,15 +398,9 @@ class MpiTransport : public Transport {
   bool supports_device(Device device) const override { return device.is_host_memory(); }
   std::string link(int peer) const override { return peer == rank() ? "self" : "mpi"; }
 
-  std::vector<int> host_of_ranks() const override { return host_of_; }
-  LinkTierBytes bytes_sent() const override {
-    return {within_host_.load(std::memory_order_relaxed), network_.load(std::memory_order_relaxed)};
-  }
-
   std::shared_ptr<Work> send_message(const Tensor& t, int dst, const Envelope& env) override {
     auto work = std::make_shared<MpiWork>(channel_, true, t, dst, env, timeout());
-    (host_of_[dst] == host_of_[rank()] ? within_host_ : network_)
-        .fetch_add(t.nbytes(), std::memory_order_relaxed);
+    count_sent(dst, t.nbytes());
     return work;
   }
   std::shared_ptr<Work> recv_message(const Tensor& t, int src, const Envelope& env) override {
@@ -422,9 +417,7 @@ class MpiTransport : public Transport {
 
  private:
   std::shared_ptr<MpiChannel> channel_;
-  std::vector<int> host_of_;  // number_hosts of the identities
   bool one_host_ = true;
-  std::atomic<uint64_t> within_host_{0}, network_{0};  // payload bytes posted to send
 };
 
 // Every rank's host identity (net::host_identity), gathered on `comm`: collective.

@@ -9,6 +9,7 @@
 // and must equal the receiver's, else both fail naming the mismatch. Only the thread that
 // runs the collectives (or a user's send/recv) calls these, one collective at a time.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -64,10 +65,13 @@ class Transport {
   virtual std::string link(int peer) const;
   // The host each rank runs on: element q is rank q's host, hosts numbered in the order of
   // their lowest rank (rank 0's host is 0). Equal on every rank. Empty where the transport
-  // does not know; the algorithms then treat the ranks as one flat group.
-  virtual std::vector<int> host_of_ranks() const { return {}; }
+  // does not know (it never called set_host_map); the algorithms then treat the ranks as one
+  // flat group.
+  const std::vector<int>& host_of_ranks() const { return host_of_; }
   // Payload bytes this rank has sent so far, by link tier (zero where not counted).
-  virtual LinkTierBytes bytes_sent() const { return {}; }
+  LinkTierBytes bytes_sent() const {
+    return {within_host_.load(std::memory_order_relaxed), network_.load(std::memory_order_relaxed)};
+  }
 
   // ---- messages
   virtual std::shared_ptr<Work> send_message(const Tensor& tensor, int dst,
@@ -113,7 +117,19 @@ class Transport {
   // The group is going away (`failed`: after a failure): release links and devices.
   virtual void close(bool failed) { (void)failed; }
 
+ protected:
+  // For the backends: the host map (host_of_ranks), set once at construction.
+  void set_host_map(std::vector<int> host_of) { host_of_ = std::move(host_of); }
+  // Counts `bytes` of payload sent to `peer` in its tier: by the host map where there is one
+  // (a socket to a rank of this host still counts as within the host), else `across_hosts`.
+  void count_sent(int peer, size_t bytes, bool across_hosts = false) {
+    if (!host_of_.empty()) across_hosts = host_of_[peer] != host_of_[rank_];
+    (across_hosts ? network_ : within_host_).fetch_add(bytes, std::memory_order_relaxed);
+  }
+
  private:
+  std::vector<int> host_of_;
+  std::atomic<uint64_t> within_host_{0}, network_{0};  // payload bytes sent, by link tier
   int rank_;
   int size_;
   Milliseconds timeout_;

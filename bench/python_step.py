@@ -19,22 +19,20 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 
 def import_ringgrad(build):
-    """ringgrad from the build folder (assembled as python/tests/run_tests.py does), else the
-    installed package."""
+    """ringgrad from the build folder (staged as python/staging.py does, in a temporary
+    directory removed at exit), else the installed package."""
     built = glob.glob(os.path.join(build, "python", "_C*.so"))
     if built:
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "tests"))
-        import run_tests
-        staging = tempfile.mkdtemp(prefix="ringgrad-bench-")
-        run_tests.assemble(built[0], staging)
-        sys.path.insert(0, staging)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "python"))
+        import staging
+        sys.path.insert(0, staging.staged(built[0]))
     import ringgrad
     return ringgrad
 

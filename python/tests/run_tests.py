@@ -11,20 +11,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = os.path.join(os.path.dirname(HERE), "ringgrad")
-
-
-def assemble(extension: str, into: str) -> None:
-    package = os.path.join(into, "ringgrad")
-    for root, _dirs, files in os.walk(PACKAGE):
-        if "__pycache__" in root:
-            continue
-        target = os.path.join(package, os.path.relpath(root, PACKAGE))
-        os.makedirs(target, exist_ok=True)
-        for name in files:
-            if name.endswith(".py"):
-                os.symlink(os.path.join(root, name), os.path.join(target, name))
-    os.symlink(os.path.abspath(extension), os.path.join(package, os.path.basename(extension)))
+sys.path.insert(0, os.path.dirname(HERE))
+from staging import assemble  # noqa: E402  (python/staging.py)
 
 
 def main() -> int:

@@ -72,17 +72,21 @@ class ProcessGroup {
   uint64_t collectives_issued(Collective kind) const { return scheduler_.collectives_issued(kind); }
   // Of those, the ones that took the lean path (dist/lean_collective.cpp).
   uint64_t lean_collectives_issued() const { return scheduler_.lean_collectives_issued(); }
-  // All-reduces completed by the single-copy path (dist/single_copy_allreduce.cpp).
-  uint64_t single_copy_collectives() const {
-    return scheduler_.context().single_copy_collectives();
+  // What the single-copy path (dist/single_copy_allreduce.cpp) has done on this group, for
+  // tests and benchmarks.
+  struct SingleCopyCounters {
+    uint64_t collectives = 0;  // all-reduces it completed
+    // Peers' buffers those all-reduces read with plain loads (one per peer per all-reduce): a
+    // peer in this process, or whose buffer lies in its shareable arena, mapped here
+    // (core/shareable_host_memory.h). The others were read with process_vm_readv.
+    uint64_t peer_buffers_loaded = 0;
+    // What the ranks agreed about reading each other's memory (set by the first one).
+    PeerReads peer_reads = PeerReads::untested;
+  };
+  SingleCopyCounters single_copy_counters() const {
+    const CollectiveContext& ctx = scheduler_.context();
+    return {ctx.single_copy_collectives(), ctx.peer_buffers_loaded(), ctx.peer_reads()};
   }
-  // Peers' buffers those all-reduces read with plain loads (one per peer per all-reduce): a
-  // peer in this process, or whose buffer lies in its shareable arena, mapped here
-  // (core/shareable_host_memory.h). The others were read with process_vm_readv.
-  uint64_t peer_buffers_loaded() const { return scheduler_.context().peer_buffers_loaded(); }
-  // What the ranks agreed about reading each other's memory (set by the first single-copy
-  // all-reduce).
-  PeerReads peer_reads() const { return scheduler_.context().peer_reads(); }
 
  private:
   void check_tensor(const Tensor& t, const char* what) const;

@@ -27,7 +27,7 @@ namespace rg::dist {
 bool two_level_fits(const CollectiveContext& ctx) { return ctx.hosts().uniform; }
 
 bool two_level_pays(const CollectiveContext& ctx) {
-  return ctx.hosts().uniform && ctx.hosts().hosts > 1 && ctx.hosts().local.size() > 1;
+  return two_level_fits(ctx) && ctx.hosts().hosts > 1 && ctx.hosts().local.size() > 1;
 }
 
 void two_level_in_place(CollectiveContext& ctx, const Tensor& work, CombineOp op,

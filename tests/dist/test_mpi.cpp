@@ -117,13 +117,14 @@ TEST_CASE("mpi: on one host, large all-reduces reach the peers' buffers (single 
       t = empty({length});
     }
     for (int64_t i = 0; i < length; ++i) set_element(t, i, input(r, i));
-    const uint64_t before = pg->single_copy_collectives();
-    const uint64_t loaded = pg->peer_buffers_loaded();
+    const uint64_t before = pg->single_copy_counters().collectives;
+    const uint64_t loaded = pg->single_copy_counters().peer_buffers_loaded;
     REQUIRE_NOTHROW(pg->allreduce(t)->wait());
     CHECK(wrong_elements(t, [&](int64_t i) { return expected(CombineOp::sum, n, i); }) == 0);
-    CHECK(pg->peer_reads() == PeerReads::agreed);
-    CHECK(pg->single_copy_collectives() == before + 1);
-    CHECK(pg->peer_buffers_loaded() > loaded);  // loads from the peers' mapped arenas
+    CHECK(pg->single_copy_counters().peer_reads == PeerReads::agreed);
+    CHECK(pg->single_copy_counters().collectives == before + 1);
+    CHECK(pg->single_copy_counters().peer_buffers_loaded >
+          loaded);  // loads from the peers' mapped arenas
   }
 }
 

@@ -46,8 +46,8 @@ Outcome allreduce_on_threads(int world, DType dtype, CombineOp op, int64_t lengt
         std::string problem = check_reduction(t, op, world, seed);
         RG_CHECK(problem.empty(), problem);
         out.bytes[pg.rank()] = bytes_of(t);
-        out.single_copies[pg.rank()] = pg.single_copy_collectives();
-        out.peer_loads[pg.rank()] = pg.peer_buffers_loaded();
+        out.single_copies[pg.rank()] = pg.single_copy_counters().collectives;
+        out.peer_loads[pg.rank()] = pg.single_copy_counters().peer_buffers_loaded;
       },
       options);
   return out;
@@ -107,7 +107,7 @@ TEST_CASE("single-copy all-reduce of signed zeros and NaNs gives the same bits o
         for (int64_t i = 0; i < t.numel(); ++i)
           p[i] = (i + pg.rank()) % 3 == 0 ? -0.0f : (i % 7 == 0 ? std::nanf("") : 0.0f);
         pg.allreduce(t, CombineOp::max)->wait();
-        RG_CHECK(pg.single_copy_collectives() == 1, "single-copy path not taken");
+        RG_CHECK(pg.single_copy_counters().collectives == 1, "single-copy path not taken");
         bytes[pg.rank()] = bytes_of(t);
       },
       single_copy_from(kCrossover));
@@ -126,9 +126,10 @@ TEST_CASE("ranks that refuse peer reads agree on the ring, once, and stay exact"
           pg.allreduce(t)->wait();
           std::string problem = check_reduction(t, CombineOp::sum, 3, 3);
           RG_CHECK(problem.empty(), problem);
-          RG_CHECK(pg.peer_reads() == PeerReads::refused, "peer reads not refused");
+          RG_CHECK(pg.single_copy_counters().peer_reads == PeerReads::refused,
+                   "peer reads not refused");
         }
-        RG_CHECK(pg.single_copy_collectives() == 0, "single-copy path taken");
+        RG_CHECK(pg.single_copy_counters().collectives == 0, "single-copy path taken");
       },
       refuse);
 }
@@ -139,8 +140,8 @@ TEST_CASE("single_copy_bytes 0 keeps every all-reduce on the ring, untested") {
       [&](ProcessGroup& pg) {
         Tensor t = make_input(DType::f32, 1 << 20, pg.rank());
         pg.allreduce(t)->wait();
-        RG_CHECK(pg.single_copy_collectives() == 0, "single-copy path taken");
-        RG_CHECK(pg.peer_reads() == PeerReads::untested, "peer reads probed");
+        RG_CHECK(pg.single_copy_counters().collectives == 0, "single-copy path taken");
+        RG_CHECK(pg.single_copy_counters().peer_reads == PeerReads::untested, "peer reads probed");
       },
       single_copy_from(0));
 }

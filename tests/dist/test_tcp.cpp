@@ -150,7 +150,7 @@ uint64_t allreduce_across_single_copy(ProcessGroup& pg) {
       RG_CHECK(problem.empty(), problem);
       check_identical(pg, t, str(dtype_name(dtype), " ", length));
     }
-  return pg.single_copy_collectives();
+  return pg.single_copy_counters().collectives;
 }
 
 TEST_CASE("tcp single-copy all-reduce over processes is exact, bit-identical, and taken") {
@@ -167,8 +167,9 @@ TEST_CASE("tcp single-copy all-reduce over processes is exact, bit-identical, an
           RG_CHECK(taken == expected, "single-copy path taken ", taken, " times, expected ",
                    expected);
           // Their buffers came from the shareable arena: every peer's was loaded directly.
-          RG_CHECK(pg.peer_buffers_loaded() == expected * (n - 1), "peers loaded ",
-                   pg.peer_buffers_loaded(), " times, expected ", expected * (n - 1));
+          RG_CHECK(pg.single_copy_counters().peer_buffers_loaded == expected * (n - 1),
+                   "peers loaded ", pg.single_copy_counters().peer_buffers_loaded,
+                   " times, expected ", expected * (n - 1));
           // Only the collectives' buffers: a large tensor allocated otherwise (weights,
           // activations) stays private memory that a peer cannot map.
           Tensor private_one = make_input(DType::f32, 300'007, pg.rank());
@@ -205,9 +206,9 @@ TEST_CASE("tcp single-copy all-reduce mixes loads and process reads, exact and i
           RG_CHECK(problem.empty(), "round ", round, ": ", problem);
           check_identical(*pg, t, str("round ", round));
         }
-        RG_CHECK(pg->single_copy_collectives() == 2, "single-copy path not taken");
-        RG_CHECK(pg->peer_buffers_loaded() == (rank == 1 ? 2u : 0u), "rank ", rank, " loaded ",
-                 pg->peer_buffers_loaded(), " peer buffers");
+        RG_CHECK(pg->single_copy_counters().collectives == 2, "single-copy path not taken");
+        RG_CHECK(pg->single_copy_counters().peer_buffers_loaded == (rank == 1 ? 2u : 0u), "rank ",
+                 rank, " loaded ", pg->single_copy_counters().peer_buffers_loaded, " peer buffers");
       },
       std::chrono::seconds(120));
   expect_success(results);
@@ -235,11 +236,11 @@ TEST_CASE("tcp single-copy all-reduce below the read crossover needs every buffe
           std::string problem = check_reduction(t, CombineOp::sum, 2, 6);
           RG_CHECK(problem.empty(), "round ", round, ": ", problem);
           check_identical(*pg, t, str("round ", round));
-          RG_CHECK(pg->single_copy_collectives() == round * loads, "round ", round,
-                   ": single-copy all-reduces ", pg->single_copy_collectives());
+          RG_CHECK(pg->single_copy_counters().collectives == round * loads, "round ", round,
+                   ": single-copy all-reduces ", pg->single_copy_counters().collectives);
         }
-        RG_CHECK(pg->peer_buffers_loaded() == loads, "peer buffers loaded ",
-                 pg->peer_buffers_loaded());
+        RG_CHECK(pg->single_copy_counters().peer_buffers_loaded == loads, "peer buffers loaded ",
+                 pg->single_copy_counters().peer_buffers_loaded);
       },
       std::chrono::seconds(120));
   expect_success(results);
@@ -283,7 +284,8 @@ TEST_CASE("tcp ranks agree on the ring when one refuses peer reads") {
         options.allow_peer_reads = rank != 1;
         auto pg = join_tcp(port, rank, 3, options);
         RG_CHECK(allreduce_across_single_copy(*pg) == 0, "single-copy path taken");
-        RG_CHECK(pg->peer_reads() == PeerReads::refused, "peer reads not refused");
+        RG_CHECK(pg->single_copy_counters().peer_reads == PeerReads::refused,
+                 "peer reads not refused");
       },
       std::chrono::seconds(120));
   expect_success(results);

@@ -154,8 +154,16 @@ void add_dist_flags(CLI::App& app, Args& a) {
                  "reduce-scattered, parameters all-gathered); 2 also shards the gradients "
                  "(each .grad freed once in its bucket, each bucket kept as this rank's slice "
                  "between steps); each rank saves its optimizer shard beside the checkpoint, "
-                 "and --resume reads them at any world size and either stage")
-      ->check(CLI::Range(0, 2));
+                 "and --resume reads them at any world size and either stage; 3 also shards "
+                 "the parameters (PyTorch's FSDP: each GPT block's weights all-gathered for "
+                 "its forward and again for its backward, gradients reduce-scattered as its "
+                 "backward ends; no checkpoints yet)")
+      ->check(CLI::Range(0, 3));
+  app.add_flag("--fsdp", a.fsdp, "the same as --zero 3 (fully sharded data parallel)");
+  app.add_option("--fsdp-reshard-after-forward", a.fsdp_reshard_after_forward,
+                 "--zero 3: free each block's gathered weights after its forward and gather "
+                 "them again for its backward (true), or keep them until its backward (false: "
+                 "more memory, one all-gather fewer per block)");
   app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
 }
 
@@ -255,6 +263,9 @@ Args parse_args(int argc, char** argv) {
     fail(e.what(), " (see --help)");
   }
   a.resume = resume_mode(a.resume);
+  if (a.fsdp && a.zero != 0 && a.zero != 3)
+    fail("--fsdp is --zero 3, but --zero ", a.zero, " given");
+  if (a.fsdp) a.zero = 3;
   check_together(a);
   if (!save_config.empty()) {
     try {

@@ -126,7 +126,12 @@ void build_model(RunState& s) {
 void wrap_ddp(RunState& s) {
   const Args& a = s.args;
   if (!a.trace.empty()) s.trace = std::make_shared<rg::dist::TraceRecorder>(shared_origin(s));
-  if (s.group) {
+  if (s.group && a.zero == 3) {
+    rg::nn::FSDPOptions o;
+    o.reshard_after_forward = a.fsdp_reshard_after_forward;
+    s.fsdp = std::make_unique<rg::nn::FullyShardedDataParallel>(s.model, *s.group, o);
+    s.opt = make_fsdp_optimizer(a, *s.fsdp);  // needs the FSDP's shards
+  } else if (s.group) {
     rg::nn::DDPOptions o;
     o.bucket_cap_mb = a.bucket_cap_mb;
     o.overlap = !a.no_overlap;
@@ -140,8 +145,10 @@ void wrap_ddp(RunState& s) {
       resume_optimizer(s);
     }
   }
-  // After DDP's broadcast every rank holds rank 0's weights.
-  for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
+  // After DDP's (or FSDP's) broadcast every rank holds rank 0's weights.
+  with_full_parameters(s, [&] {
+    for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
+  });
 }
 
 void build(RunState& s) {

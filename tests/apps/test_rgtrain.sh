@@ -223,7 +223,13 @@ check_bad "--zero 1 with sgd" "${TINY[@]}" --steps 1 --zero 1 --optimizer sgd
 check_bad "--resume of a --zero 1 checkpoint in one process" "${TINY[@]}" --steps 4 --zero 1 \
   --checkpoint "$TMP/zero2" --resume
 grep -q "sharded into 2 files by --zero 1" "$TMP/err" || bad "names the sharded optimizer state"
-check_bad "--zero 3" "${TINY[@]}" --steps 1 --zero 3
+check_bad "--zero 4" "${TINY[@]}" --steps 1 --zero 4
+check_bad "--zero 3 with activation checkpointing" "${TINY[@]}" --steps 1 --zero 3 \
+  --checkpoint-activations
+grep -q -- "--zero 3 cannot be combined with --checkpoint-activations" "$TMP/err" ||
+  bad "--zero 3 --checkpoint-activations names the flag"
+check_bad "--zero 3 with --checkpoint" "${TINY[@]}" --steps 1 --fsdp --checkpoint "$TMP/z3ckpt"
+check_bad "--fsdp with --zero 1" "${TINY[@]}" --steps 1 --fsdp --zero 1
 
 # --zero 2 under rgrun (gradients sharded too): --verify against one process in f64 to 1e-12.
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 2 --verify \
@@ -235,6 +241,22 @@ sys.exit(0 if m and float(m.group(1)) <= 1e-12 else 1)
 PY
 then ok "--zero 2 under rgrun: --verify equals one process (f64, <= 1e-12)"
 else bad "--zero 2 --verify: $(tail -3 "$TMP/zero2v.out")"; fi
+
+# --zero 3 (FSDP) under rgrun: --verify against one process in f64 to 1e-12, with 2
+# micro-batches per rank (no_sync accumulation) and with the blocks kept after forward too.
+ACCUM2=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
+        --eval-every 0 --warmup 2)
+for reshard in true false; do
+  "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ACCUM2[@]}" --steps 4 --clip 0.5 --zero 3 --verify \
+    --fsdp-reshard-after-forward $reshard --precision f64 >"$TMP/zero3v.out" 2>&1
+  if python3 - "$TMP/zero3v.out" <<'PY'
+import re, sys
+m = re.search(r"verify: max \|param difference\| = (\S+)", open(sys.argv[1]).read())
+sys.exit(0 if m and float(m.group(1)) <= 1e-12 else 1)
+PY
+  then ok "--zero 3 (reshard after forward $reshard) under rgrun: --verify equals one process (f64, <= 1e-12)"
+  else bad "--zero 3 --verify: $(tail -3 "$TMP/zero3v.out")"; fi
+done
 
 # The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
 # at step 1; later steps differ only by the rounding of the gradient average).
@@ -287,7 +309,7 @@ else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
 # shards; every .grad freed) and no bucket buffers before the first backward.
 MEM=(--layers 2 --heads 4 --width 128 --digits 1 --global-batch 8 --micro-batch 4 --threads 1
      --eval-every 0 --steps 2 --memory-report)
-for z in 1 2; do
+for z in 0 1 2 3; do
   "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${MEM[@]}" --zero $z >"$TMP/memz$z.out" 2>&1
 done
 if python3 - "$TMP/memz1.out" "$TMP/memz2.out" <<'PY'
@@ -303,6 +325,23 @@ sys.exit(0 if z1[2] > 1 and z2[2] <= 0.6 * z1[2] and buckets2[0] == 0 else 1)
 PY
 then ok "--memory-report: --zero 2 holds about half --zero 1's gradient bytes at 2 ranks"
 else bad "--zero 2 memory report: $(cat "$TMP/memz1.out" "$TMP/memz2.out")"; fi
+# --zero 3 at 2 ranks: in the optimizer phase about half plain DDP's parameter, gradient and
+# optimizer-state bytes (every rank keeps its shards only), and no bucket at all.
+if python3 - "$TMP/memz0.out" "$TMP/memz3.out" <<'PY'
+import re, sys
+def row(path, name):
+    for line in open(path):
+        m = re.match(r"^\[rank 0\] " + name + r"\s+(\S+)\s+(\S+)\s+(\S+)$", line.rstrip())
+        if m: return [float(x) for x in m.groups()]
+names = ["parameters", "gradients", "optimizer state"]
+z1, z3 = [[row(p, n)[2] for n in names] for p in sys.argv[1:]]
+buckets3 = row(sys.argv[2], "buckets")
+print("optimizer phase", names, "DDP", z1, "--zero 3", z3, "buckets --zero 3", buckets3)
+ok = all(a > 1 and b <= 0.6 * a for a, b in zip(z1, z3)) and buckets3 == [0, 0, 0]
+sys.exit(0 if ok else 1)
+PY
+then ok "--memory-report: --zero 3 holds about half DDP's parameter, gradient and optimizer bytes at 2 ranks"
+else bad "--zero 3 memory report: $(cat "$TMP/memz0.out" "$TMP/memz3.out")"; fi
 
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
 # the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked

@@ -1,0 +1,136 @@
+// FullyShardedDataParallel: ZeRO stage 3 (Rajbhandari et al., 2020; PyTorch's FSDP). Each
+// rank keeps only its 1/N shard of every parameter, gradient and (with optim::FsdpAdamW)
+// optimizer state between steps; whole parameters exist only around the computation of
+// the unit that uses them.
+//
+// Units: every nn::Block in the module tree is one unit (FSDP's auto-wrap by transformer
+// block); the parameters outside any Block (embeddings, ln_f, the tied lm_head) form the
+// root unit. A unit's parameters are laid end to end in one flat buffer padded to a
+// multiple of the world size N; rank r keeps elements [r n/N, (r+1) n/N) (its shard, the
+// master copy). Per step:
+//   forward   pre_forward() gathers the root; a unit's forward pre-hook all-gathers its flat
+//             buffer and copies it into its parameters; its forward hook frees them again
+//             (reshard_after_forward) and hooks the unit's output, whose gradient arrives
+//             just before the unit's backward: that hook gathers the unit again.
+//   backward  as a unit's last parameter gradient is accumulated (post-accumulate-grad
+//             hooks), its gradients are laid into a flat buffer scaled by 1/N (as the DDP
+//             reducer does), reduce-scattered into the unit's gradient shard, each .grad is
+//             released and the parameters are freed; the end of backward waits for the
+//             reduce-scatters and drops their buffers.
+// Freeing keeps the parameter's Storage object and gives back only its memory
+// (rg::exchange_storage_memory), so tensors autograd saved in forward see the values again
+// once the unit is re-gathered. The root is not resharded after forward (its output is the
+// first thing backward needs) and is freed when its gradients are reduced.
+// Inside no_sync() .grad accumulates the full local gradient of every parameter (as FSDP
+// without sharded accumulation): one full gradient per rank until the synchronising
+// micro-batch, whose backward reduce-scatters the sums and releases them.
+// Between steps a module's parameters hold no memory: call gather_full_parameters() before
+// reading them outside forward (evaluation, checkpoints), then reshard().
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "nn/module.h"
+
+namespace rg::nn {
+
+struct FSDPOptions {
+  // Free each Block's parameters after its forward and gather them again for its backward
+  // (false: keep them from forward to the end of the unit's backward; FSDP's SHARD_GRAD_OP).
+  bool reshard_after_forward = true;
+};
+
+// One unit: its parameters (indices into FullyShardedDataParallel::params()), where each
+// lies in the flat buffer, and this rank's shards.
+struct FsdpUnit {
+  std::string name;  // "" for the root, else the module's path ("transformer.h.0")
+  std::vector<size_t> params;
+  std::vector<int64_t> offsets;  // first element of each parameter in the flat buffer
+  int64_t numel = 0;             // sum of the parameters' elements
+  int64_t padded_numel = 0;      // numel rounded up to a multiple of the world size
+  int64_t shard_numel = 0;       // padded_numel / world
+  int64_t shard_start = 0;       // rank * shard_numel
+  Tensor shard;                  // [shard_numel] this rank's master parameters
+  Tensor grad_shard;  // [shard_numel] the averaged gradient after a synchronised backward
+  bool gathered = false;
+  size_t grads_ready = 0;  // parameters whose gradient is accumulated in this backward
+};
+
+class FullyShardedDataParallel;
+
+// RAII: while alive, backward accumulates full gradients in .grad with no communication.
+class FsdpNoSyncGuard {
+ public:
+  explicit FsdpNoSyncGuard(FullyShardedDataParallel* fsdp = nullptr);
+  FsdpNoSyncGuard(FsdpNoSyncGuard&& other) noexcept;
+  FsdpNoSyncGuard& operator=(FsdpNoSyncGuard&& other) = delete;
+  ~FsdpNoSyncGuard();
+
+ private:
+  FullyShardedDataParallel* fsdp_ = nullptr;
+};
+
+class FullyShardedDataParallel {
+ public:
+  // Collective: broadcasts rank 0's parameters, keeps this rank's shards and frees the rest.
+  FullyShardedDataParallel(std::shared_ptr<Module> module, dist::ProcessGroup& group,
+                           FSDPOptions options = {});
+  ~FullyShardedDataParallel();
+  FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
+  FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
+
+  // pre_forward() then the module's forward; without a backward to come (no grad), every
+  // unit is freed afterwards. For other forward signatures call pre_forward() then the module.
+  Tensor forward(const Tensor& x);
+  void pre_forward();
+  [[nodiscard]] FsdpNoSyncGuard no_sync() { return FsdpNoSyncGuard(this); }
+  void set_require_sync(bool sync) { require_sync_ = sync; }
+  bool require_sync() const { return require_sync_; }
+
+  // Collective: every unit gathered (the module reads as a whole model, and forwards on
+  // one rank alone, e.g. evaluation, gather and free nothing) until reshard().
+  void gather_full_parameters();
+  void reshard();
+  bool holds_full_parameters() const { return full_parameters_held_; }
+
+  Module& module() { return *module_; }
+  dist::ProcessGroup& group() const { return group_; }
+  const FSDPOptions& options() const { return options_; }
+  const std::vector<Tensor>& params() const { return params_; }
+  const std::vector<std::string>& names() const { return names_; }
+  std::vector<FsdpUnit>& units() { return units_; }
+  const std::vector<FsdpUnit>& units() const { return units_; }
+  uint64_t synchronized_backwards() const { return synchronized_backwards_; }
+
+ private:
+  struct Pending;  // a reduce-scatter in flight and its buffer
+  void plan_units();
+  void add_unit(std::string name, const std::vector<Tensor>& members);
+  void shard_parameters();
+  void register_hooks();
+  void gather(FsdpUnit& unit);
+  void free_parameters(FsdpUnit& unit);
+  void after_unit_forward(FsdpUnit& unit, const Tensor& output);
+  void on_gradient_ready(size_t unit_index);
+  void reduce_scatter_gradients(FsdpUnit& unit);
+  void finish_backward();
+
+  std::shared_ptr<Module> module_;
+  dist::ProcessGroup& group_;
+  FSDPOptions options_;
+  std::vector<Tensor> params_;
+  std::vector<std::string> names_;
+  std::vector<size_t> unit_of_;                        // per parameter
+  std::vector<std::shared_ptr<Module>> unit_modules_;  // per unit; null for the root
+  std::vector<FsdpUnit> units_;
+  std::vector<std::unique_ptr<Pending>> pending_;
+  bool require_sync_ = true;
+  bool backward_started_ = false;
+  bool full_parameters_held_ = false;  // between gather_full_parameters() and reshard()
+  uint64_t synchronized_backwards_ = 0;
+  std::shared_ptr<bool> alive_;  // hooks outlive this object; they check it
+};
+
+}  // namespace rg::nn

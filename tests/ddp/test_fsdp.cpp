@@ -1,0 +1,260 @@
+// ZeRO stage 3 (nn::FullyShardedDataParallel with optim::FsdpAdamW), as tests: the same GPT
+// as plain DDP with AdamW after 3 steps for world 1/2/4 x accumulation 1/2 (f64, relative
+// difference <= 1e-12), with global-norm clipping and without resharding after forward;
+// bit-identical ranks; a Block's parameters freed after its forward (kept without
+// reshard_after_forward), no .grad and no gathered unit after a step; per-rank parameter,
+// gradient and optimizer bytes 1/N of DDP's per the memory report; and the errors of a
+// wrong set-up.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/memory_accounting.h"
+#include "dist/threads_group.h"
+#include "equivalence.h"
+#include "nn/fsdp.h"
+#include "nn/gpt.h"
+#include "nn/optim/fsdp_adamw.h"
+
+using namespace rg;
+using namespace rg::testing;
+
+namespace {
+
+constexpr int64_t kIgnore = -100;  // equivalence.cpp's ignored target
+
+Setup fsdp_setup(int world, int accum) {
+  Setup s;
+  s.model = "gpt";
+  s.world = world;
+  s.accum = accum;
+  s.optimizer = "adamw";
+  return s;
+}
+
+struct FsdpRankResult {
+  std::vector<Tensor> params;  // gathered after training, in registration order
+  int64_t state_elements = 0;
+  // After each forward (before its backward): Block units still gathered, and parameters
+  // whose storage holds memory.
+  int64_t most_blocks_gathered_after_forward = 0;
+  int64_t fewest_blocks_gathered_after_forward = -1;
+  int64_t most_grads_after_step = 0;
+  int64_t most_units_gathered_after_step = 0;
+};
+
+int64_t blocks_gathered(const nn::FullyShardedDataParallel& fsdp) {
+  int64_t n = 0;
+  for (size_t u = 1; u < fsdp.units().size(); ++u) {
+    bool gathered = fsdp.units()[u].gathered;
+    for (size_t i : fsdp.units()[u].params)
+      CHECK((fsdp.params()[i].storage()->data != nullptr) == gathered);
+    n += gathered;
+  }
+  return n;
+}
+
+FsdpRankResult train_fsdp_rank(const Setup& s, dist::ProcessGroup& group, nn::FSDPOptions options,
+                               const std::function<void(dist::ProcessGroup&)>& at_end) {
+  const int rank = group.rank();
+  auto model = make_model(s, 100 + uint64_t(rank) * 7);  // FSDP must broadcast rank 0's
+  nn::FullyShardedDataParallel fsdp(model, group, options);
+  optim::FsdpAdamW opt(fsdp, adamw_options());
+  FsdpRankResult result;
+  for (int step = 0; step < s.steps; ++step) {
+    auto [x, y] = random_batch(s, int64_t(s.world) * s.accum * s.micro, 1000 + uint64_t(step));
+    const double denominator = counted(y) / s.world;
+    const int64_t per_rank = int64_t(s.accum) * s.micro;
+    opt.zero_grad();
+    for (int k = 0; k < s.accum; ++k) {
+      const int64_t start = rank * per_rank + k * s.micro;
+      Tensor xm = x.narrow(0, start, s.micro), ym = y.narrow(0, start, s.micro);
+      auto guard = k + 1 == s.accum ? nn::FsdpNoSyncGuard() : fsdp.no_sync();
+      Tensor logits = fsdp.forward(xm);
+      const int64_t gathered = blocks_gathered(fsdp);
+      result.most_blocks_gathered_after_forward =
+          std::max(result.most_blocks_gathered_after_forward, gathered);
+      if (result.fewest_blocks_gathered_after_forward < 0 ||
+          gathered < result.fewest_blocks_gathered_after_forward)
+        result.fewest_blocks_gathered_after_forward = gathered;
+      Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), ym.reshape({-1}),
+                                  Reduction::sum, kIgnore);
+      div(loss, scalar_tensor(denominator, loss.dtype())).backward();
+    }
+    if (s.clip > 0) opt.clip_grad_norm_(s.clip);
+    opt.step();
+    int64_t grads = 0, units = 0;
+    for (const Tensor& p : fsdp.params()) grads += p.grad().defined();
+    for (const nn::FsdpUnit& unit : fsdp.units()) units += unit.gathered;
+    result.most_grads_after_step = std::max(result.most_grads_after_step, grads);
+    result.most_units_gathered_after_step = std::max(result.most_units_gathered_after_step, units);
+  }
+  result.state_elements = opt.shard_numel();
+  if (at_end) at_end(group);
+  fsdp.gather_full_parameters();
+  for (const Tensor& p : model->parameters()) result.params.push_back(p.detach().clone());
+  fsdp.reshard();
+  return result;
+}
+
+std::vector<FsdpRankResult> train_fsdp_threads(
+    const Setup& s, nn::FSDPOptions options = {},
+    const std::function<void(dist::ProcessGroup&)>& at_end = {}) {
+  std::vector<FsdpRankResult> results(s.world);
+  dist::Options o;
+  o.timeout = std::chrono::milliseconds(20000);
+  dist::run_threads(
+      s.world,
+      [&](dist::ProcessGroup& group) {
+        results[group.rank()] = train_fsdp_rank(s, group, options, at_end);
+      },
+      o);
+  return results;
+}
+
+void check_fsdp_equals_ddp(const Setup& s, nn::FSDPOptions options = {}) {
+  std::ostringstream what;
+  what << "world=" << s.world << " accum=" << s.accum << " clip=" << s.clip
+       << " reshard_after_forward=" << options.reshard_after_forward;
+  INFO(what.str());
+  std::vector<RankResult> ddp = train_ddp_threads(s);
+  const std::vector<Tensor> single = train_single_process(s);
+  std::vector<FsdpRankResult> fsdp = train_fsdp_threads(s, options);
+  const double diff = max_relative_difference(fsdp[0].params, ddp[0].params);
+  MESSAGE(what.str() << ": max relative difference ZeRO-3 vs DDP: " << diff);
+  CHECK(diff <= 1e-12);
+  CHECK(max_relative_difference(fsdp[0].params, single) <= 1e-12);
+  for (int r = 1; r < s.world; ++r) CHECK(bit_identical(fsdp[r].params, fsdp[0].params));
+  for (const FsdpRankResult& rr : fsdp) {
+    CHECK(rr.most_grads_after_step == 0);
+    CHECK(rr.most_units_gathered_after_step == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-3 equals plain DDP with AdamW on a GPT: world 1/2/4 x accumulation 1/2 (f64)") {
+  for (int world : {1, 2, 4})
+    for (int accum : {1, 2}) check_fsdp_equals_ddp(fsdp_setup(world, accum));
+}
+
+TEST_CASE("ZeRO-3 clips by the global norm across the shards like clip_grad_norm_") {
+  for (int world : {2, 4}) {
+    Setup s = fsdp_setup(world, 2);
+    s.clip = 0.05;  // below the gradients' norm: every step clips
+    check_fsdp_equals_ddp(s);
+  }
+}
+
+TEST_CASE("ZeRO-3 without resharding after forward equals DDP too") {
+  nn::FSDPOptions keep;
+  keep.reshard_after_forward = false;
+  check_fsdp_equals_ddp(fsdp_setup(2, 2), keep);
+}
+
+TEST_CASE("ZeRO-3 frees a Block's full parameters after its forward unless told to keep them") {
+  Setup s = fsdp_setup(2, 2);
+  s.steps = 1;
+  std::vector<FsdpRankResult> resharded = train_fsdp_threads(s);
+  nn::FSDPOptions keep;
+  keep.reshard_after_forward = false;
+  std::vector<FsdpRankResult> kept = train_fsdp_threads(s, keep);
+  const int64_t blocks = 2;  // equivalence.cpp's GPT has 2 layers
+  for (int r = 0; r < s.world; ++r) {
+    CHECK(resharded[r].most_blocks_gathered_after_forward == 0);
+    CHECK(kept[r].fewest_blocks_gathered_after_forward == blocks);
+  }
+}
+
+namespace {
+// Bytes of parameters + gradients (DDP's .grad may view its buckets: those too) + optimizer
+// state of all ranks while their models and optimizers are alive after training (between
+// two barriers), over the report before.
+size_t persistent_bytes_of_all_ranks(
+    const std::function<void(const std::function<void(dist::ProcessGroup&)>&)>& run) {
+  auto bytes = [] {
+    const MemoryCategoryStats now = memory_category_stats(kCPU);
+    return now.at(MemoryCategory::parameters) + now.at(MemoryCategory::gradients) +
+           now.at(MemoryCategory::buckets) + now.at(MemoryCategory::optimizer_state);
+  };
+  size_t before = bytes(), during = 0;
+  run([&](dist::ProcessGroup& group) {
+    group.barrier()->wait();
+    if (group.rank() == 0) during = bytes();
+    group.barrier()->wait();
+  });
+  return during - before;
+}
+}  // namespace
+
+// Thread ranks share one memory report, so it counts all N ranks together; ZeRO-3's ranks
+// hold equal shards by construction (every unit padded to a multiple of N), so one rank's
+// bytes are the sum / N, as DDP's are. The claim: ZeRO-3 per rank is DDP per rank / N, up
+// to the units' padding and the allocator's rounding of each block: 4 shards (parameters,
+// gradients, two moments) of 1/N of the model each.
+TEST_CASE("ZeRO-3 parameter, gradient and optimizer bytes per rank are 1/N of DDP's") {
+  for (int world : {2, 4}) {
+    INFO("world=" << world);
+    Setup s = fsdp_setup(world, 1);
+    s.steps = 1;
+    const double ddp = double(persistent_bytes_of_all_ranks(
+                           [&](const auto& at_end) { train_ddp_threads(s, at_end); })) /
+                       world;
+    std::vector<FsdpRankResult> ranks;
+    const double fsdp = double(persistent_bytes_of_all_ranks([&](const auto& at_end) {
+                          ranks = train_fsdp_threads(s, {}, at_end);
+                        })) /
+                        world;
+    MESSAGE("world " << world << ", per rank after a step, parameters + gradients + optimizer "
+                     << "state: DDP " << ddp << " B, ZeRO-3 " << fsdp << " B (ratio " << fsdp / ddp
+                     << ")");
+    double model_elements = 0;
+    for (const Tensor& p : ranks[0].params) model_elements += double(p.numel());
+    const double elements = double(ranks[0].state_elements);  // padded shard, per rank
+    CHECK(elements * world >= model_elements);
+    CHECK(ddp >= 4 * model_elements * sizeof(double));
+    CHECK(fsdp >= 4 * elements * sizeof(double));  // shard, gradient shard, two moments
+    CHECK(fsdp <= 1.05 * 4 * elements * sizeof(double));
+    CHECK(fsdp <= ddp / world);
+  }
+}
+
+namespace {
+dist::Options quick() {
+  dist::Options o;
+  o.timeout = std::chrono::milliseconds(5000);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("ZeRO-3 refuses activation checkpointing and a step without synchronised backward") {
+  const Setup s = fsdp_setup(1, 1);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           1,
+                           [&](dist::ProcessGroup& group) {
+                             auto model = make_model(s, 1);
+                             std::dynamic_pointer_cast<nn::GPT>(model)->checkpoint_activations =
+                                 true;
+                             nn::FullyShardedDataParallel fsdp(model, group);
+                           },
+                           quick()),
+                       doctest::Contains("activation checkpointing"), Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           2,
+                           [&](dist::ProcessGroup& group) {
+                             nn::FullyShardedDataParallel fsdp(make_model(s, 1), group);
+                             optim::FsdpAdamW opt(fsdp);
+                             opt.step();
+                           },
+                           quick()),
+                       doctest::Contains("no synchronised backward since the last step"), Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           1,
+                           [&](dist::ProcessGroup& group) {
+                             nn::FullyShardedDataParallel fsdp(make_model(s, 1), group);
+                             optim::FsdpAdamW opt(fsdp, {optim::ParamGroup{{ones({2})}, {}}});
+                           },
+                           quick()),
+                       doctest::Contains("is not one the FullyShardedDataParallel shards"), Error);
+}

@@ -9,7 +9,7 @@
 // multiple of the world size N; rank r keeps elements [r n/N, (r+1) n/N) (its shard, the
 // master copy). Per step:
 //   forward   pre_forward() gathers the root; a unit's forward pre-hook all-gathers its flat
-//             buffer and copies it into its parameters; its forward hook frees them again
+//             buffer and lends each parameter its piece; its forward hook frees them again
 //             (reshard_after_forward) and hooks the unit's output, whose gradient arrives
 //             just before the unit's backward: that hook gathers the unit again.
 //   backward  as a unit's last parameter gradient is accumulated (post-accumulate-grad
@@ -26,6 +26,7 @@
 // micro-batch, whose backward reduce-scatters the sums and releases them.
 // Between steps a module's parameters hold no memory: call gather_full_parameters() before
 // reading them outside forward (evaluation, checkpoints), then reshard().
+// Module::to() replaces the parameters' storages: convert the module before wrapping it.
 #pragma once
 #include <memory>
 #include <string>

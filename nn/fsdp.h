@@ -28,11 +28,13 @@
 // reading them outside forward (evaluation, checkpoints), then reshard().
 // Module::to() replaces the parameters' storages: convert the module before wrapping it.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/process_group.h"
+#include "dist/trace.h"
 #include "nn/module.h"
 
 namespace rg::nn {
@@ -41,6 +43,10 @@ struct FSDPOptions {
   // Free each Block's parameters after its forward and gather them again for its backward
   // (false: keep them from forward to the end of the unit's backward; FSDP's SHARD_GRAD_OP).
   bool reshard_after_forward = true;
+  // Issue the next unit's all-gather as a unit starts its forward (and the previous one's as
+  // it starts its backward), so that it runs while this unit computes (nn/fsdp_communication.cpp).
+  bool prefetch = true;
+  std::shared_ptr<dist::TraceRecorder> trace;  // set to record gathers, reduce-scatters, compute
 };
 
 // One unit: its parameters (indices into FullyShardedDataParallel::params()), where each
@@ -57,6 +63,11 @@ struct FsdpUnit {
   Tensor grad_shard;  // [shard_numel] the averaged gradient after a synchronised backward
   bool gathered = false;
   size_t grads_ready = 0;  // parameters whose gradient is accumulated in this backward
+  // An all-gather on its way (prefetched, or waited for at once) and its flat buffer.
+  Tensor gathering;
+  std::shared_ptr<dist::Work> gather_work;
+  std::chrono::steady_clock::time_point gather_issued, gather_done, compute_start;
+  bool gather_done_seen = false;
 };
 
 class FullyShardedDataParallel;
@@ -104,17 +115,30 @@ class FullyShardedDataParallel {
   std::vector<FsdpUnit>& units() { return units_; }
   const std::vector<FsdpUnit>& units() const { return units_; }
   uint64_t synchronized_backwards() const { return synchronized_backwards_; }
+  // All-gathers issued ahead of the unit that needs them (FSDPOptions::prefetch).
+  uint64_t prefetched_gathers() const { return prefetched_gathers_; }
 
  private:
-  struct Pending;  // a reduce-scatter in flight and its buffer
+  using Clock = std::chrono::steady_clock;
+  struct Pending {         // a reduce-scatter in flight
+    std::string unit;      // for the trace
+    Tensor full_gradient;  // its input: alive until it completes
+    std::shared_ptr<dist::Work> work;
+    Clock::time_point issued;
+  };
   void plan_units();
-  void add_unit(std::string name, const std::vector<Tensor>& members);
   void shard_parameters();
   void register_hooks();
+  // nn/fsdp_communication.cpp
+  bool start_gather(FsdpUnit& unit);  // whether it issued one
   void gather(FsdpUnit& unit);
   void free_parameters(FsdpUnit& unit);
-  void after_unit_forward(FsdpUnit& unit, const Tensor& output);
-  void on_gradient_ready(size_t unit_index);
+  void poll_completions();
+  std::string unit_label(const FsdpUnit& unit) const;
+  void before_unit_forward(size_t u);
+  void after_unit_forward(size_t u, const Tensor& output);
+  void before_unit_backward(size_t u);
+  void on_gradient_ready(size_t u);
   void reduce_scatter_gradients(FsdpUnit& unit);
   void finish_backward();
 
@@ -131,6 +155,7 @@ class FullyShardedDataParallel {
   bool backward_started_ = false;
   bool full_parameters_held_ = false;  // between gather_full_parameters() and reshard()
   uint64_t synchronized_backwards_ = 0;
+  uint64_t prefetched_gathers_ = 0;
   std::shared_ptr<bool> alive_;  // hooks outlive this object; they check it
 };
 

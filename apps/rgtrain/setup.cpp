@@ -129,6 +129,7 @@ void wrap_ddp(RunState& s) {
   if (s.group && a.zero == 3) {
     rg::nn::FSDPOptions o;
     o.reshard_after_forward = a.fsdp_reshard_after_forward;
+    o.trace = s.trace;
     s.fsdp = std::make_unique<rg::nn::FullyShardedDataParallel>(s.model, *s.group, o);
     s.opt = make_fsdp_optimizer(a, *s.fsdp);  // needs the FSDP's shards
   } else if (s.group) {

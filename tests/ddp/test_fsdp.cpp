@@ -42,6 +42,7 @@ struct FsdpRankResult {
   int64_t fewest_blocks_gathered_after_forward = -1;
   int64_t most_grads_after_step = 0;
   int64_t most_units_gathered_after_step = 0;
+  int64_t prefetched_gathers = 0;
 };
 
 int64_t blocks_gathered(const nn::FullyShardedDataParallel& fsdp) {
@@ -91,6 +92,7 @@ FsdpRankResult train_fsdp_rank(const Setup& s, dist::ProcessGroup& group, nn::FS
     result.most_units_gathered_after_step = std::max(result.most_units_gathered_after_step, units);
   }
   result.state_elements = opt.shard_numel();
+  result.prefetched_gathers = int64_t(fsdp.prefetched_gathers());
   if (at_end) at_end(group);
   fsdp.gather_full_parameters();
   for (const Tensor& p : model->parameters()) result.params.push_back(p.detach().clone());
@@ -116,7 +118,8 @@ std::vector<FsdpRankResult> train_fsdp_threads(
 void check_fsdp_equals_ddp(const Setup& s, nn::FSDPOptions options = {}) {
   std::ostringstream what;
   what << "world=" << s.world << " accum=" << s.accum << " clip=" << s.clip
-       << " reshard_after_forward=" << options.reshard_after_forward;
+       << " reshard_after_forward=" << options.reshard_after_forward
+       << " prefetch=" << options.prefetch;
   INFO(what.str());
   std::vector<RankResult> ddp = train_ddp_threads(s);
   const std::vector<Tensor> single = train_single_process(s);
@@ -151,6 +154,28 @@ TEST_CASE("ZeRO-3 without resharding after forward equals DDP too") {
   nn::FSDPOptions keep;
   keep.reshard_after_forward = false;
   check_fsdp_equals_ddp(fsdp_setup(2, 2), keep);
+}
+
+// Each forward issues the second block's all-gather as the first starts, and each backward
+// the first block's as the second starts its backward (then both were resharded); without
+// resharding the backward finds them gathered. Prefetching changes no bit.
+TEST_CASE("ZeRO-3 prefetches the next block's all-gather in forward and backward") {
+  Setup s = fsdp_setup(2, 2);
+  nn::FSDPOptions off;
+  off.prefetch = false;
+  std::vector<FsdpRankResult> plain = train_fsdp_threads(s, off);
+  std::vector<FsdpRankResult> ahead = train_fsdp_threads(s);
+  nn::FSDPOptions keep;
+  keep.reshard_after_forward = false;
+  std::vector<FsdpRankResult> kept = train_fsdp_threads(s, keep);
+  const int64_t forwards = int64_t(s.steps) * s.accum;
+  for (int r = 0; r < s.world; ++r) {
+    CHECK(plain[r].prefetched_gathers == 0);
+    CHECK(ahead[r].prefetched_gathers == 2 * forwards);
+    CHECK(kept[r].prefetched_gathers == forwards);
+    CHECK(bit_identical(ahead[r].params, plain[r].params));
+  }
+  check_fsdp_equals_ddp(fsdp_setup(4, 1), off);
 }
 
 TEST_CASE("ZeRO-3 frees a Block's full parameters after its forward unless told to keep them") {

@@ -157,7 +157,7 @@ void add_dist_flags(CLI::App& app, Args& a) {
                  "and --resume reads them at any world size and either stage; 3 also shards "
                  "the parameters (PyTorch's FSDP: each GPT block's weights all-gathered for "
                  "its forward and again for its backward, gradients reduce-scattered as its "
-                 "backward ends; no checkpoints yet)")
+                 "backward ends; checkpoints as stages 1 and 2: any stage resumes any)")
       ->check(CLI::Range(0, 3));
   app.add_flag("--fsdp", a.fsdp, "the same as --zero 3 (fully sharded data parallel)");
   app.add_option("--fsdp-reshard-after-forward", a.fsdp_reshard_after_forward,

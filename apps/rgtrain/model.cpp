@@ -134,10 +134,6 @@ void check_zero_flags(const Args& a) {
     fail(
         "--zero 3 cannot be combined with --checkpoint-activations yet (recomputation would "
         "need to gather each block again)");
-  if (!a.checkpoint.empty() || !a.resume.empty())
-    fail(
-        "--zero 3 has no checkpoints yet: drop --checkpoint/--resume (sharded checkpoints "
-        "exist for --zero 1 and 2)");
   if (!a.memory_budget.empty())
     fail("--zero 3 cannot be combined with --memory-budget yet (its dry runs do not shard)");
 }

@@ -132,6 +132,7 @@ void wrap_ddp(RunState& s) {
     o.trace = s.trace;
     s.fsdp = std::make_unique<rg::nn::FullyShardedDataParallel>(s.model, *s.group, o);
     s.opt = make_fsdp_optimizer(a, *s.fsdp);  // needs the FSDP's shards
+    resume_optimizer(s);
   } else if (s.group) {
     rg::nn::DDPOptions o;
     o.bucket_cap_mb = a.bucket_cap_mb;

@@ -35,16 +35,19 @@ StepResult run_step(RunState& s, StepContext& c, int64_t step) {
   return train_step(c, micro, denom, s.lr_of(step));
 }
 
-// Every rank: with a sharded optimizer state (--zero 1) each writes its shard first
-// (collective); then rank 0 commits the ckpt that names them.
+// Every rank: with a sharded optimizer state (--zero 1, 2, 3) each writes its shard first
+// (collective); then rank 0 commits the ckpt that names them, with the whole weights (under
+// --zero 3 gathered for it by every rank).
 void save(RunState& s, int64_t step) {
   if (s.ckpt_path.empty()) return;
   const bool sharded = s.opt->state_is_sharded();
   if (sharded) save_zero_shard(s.ckpt_path, *s.opt, step, *s.group);
-  if (!s.lead) return;
-  save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
-                  {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
-                  sharded ? s.world : 0);
+  with_full_parameters(s, [&] {
+    if (!s.lead) return;
+    save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
+                    {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
+                    sharded ? s.world : 0);
+  });
 }
 
 }  // namespace

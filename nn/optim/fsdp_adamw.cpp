@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "dist/buffer_math.h"
+#include "nn/optim/moment_pieces.h"
 
 namespace rg::optim {
 
@@ -49,7 +50,9 @@ void FsdpAdamW::plan_segments(const std::vector<double>& weight_decays) {
       const int64_t begin = unit.offsets[k];
       const int64_t lo = std::max(begin, start);
       const int64_t hi = std::min(begin + fsdp_.params()[unit.params[k]].numel(), end);
-      if (lo < hi) state.segments.push_back({lo - start, hi - lo, weight_decays[unit.params[k]]});
+      const size_t param = unit.params[k];
+      if (lo < hi)
+        state.segments.push_back({param, lo - begin, lo - start, hi - lo, weight_decays[param]});
     }
     states_.push_back(std::move(state));
   }
@@ -81,11 +84,7 @@ void FsdpAdamW::step() {
     const nn::FsdpUnit& unit = fsdp_.units()[u];
     UnitState& state = states_[u];
     if (state.segments.empty()) continue;
-    if (!state.exp_avg.defined()) {
-      state.exp_avg = zeros_like(unit.shard);
-      state.exp_avg_sq = zeros_like(unit.shard);
-      tag_optimizer_state({state.exp_avg, state.exp_avg_sq});
-    }
+    if (!state.exp_avg.defined()) allocate_moments(u);
     for (const Segment& s : state.segments) {
       auto piece = [&](const Tensor& t) { return dist::flat_slice(t, s.shard_offset, s.length); };
       AdamWTensors set{piece(unit.shard), piece(unit.grad_shard), piece(state.exp_avg),
@@ -124,12 +123,42 @@ void FsdpAdamW::scale_gradients_(double scale) {
     if (unit.grad_shard.defined()) unit.grad_shard.mul_(scale);
 }
 
-nn::StateDict FsdpAdamW::state_dict() const {
-  RG_FAIL("FsdpAdamW.state_dict: ZeRO-3 optimizer checkpoints are not supported yet");
+void FsdpAdamW::allocate_moments(size_t u) {
+  UnitState& state = states_[u];
+  state.exp_avg = zeros_like(fsdp_.units()[u].shard);
+  state.exp_avg_sq = zeros_like(state.exp_avg);
+  tag_optimizer_state({state.exp_avg, state.exp_avg_sq});
 }
 
-void FsdpAdamW::load_state_dict(const nn::StateDict&) {
-  RG_FAIL("FsdpAdamW.load_state_dict: ZeRO-3 optimizer checkpoints are not supported yet");
+nn::StateDict FsdpAdamW::state_dict() const {
+  nn::StateDict dict;
+  if (step_ == 0) return dict;
+  dict.insert("step", scalar_tensor(static_cast<double>(step_), DType::i64));
+  for (const UnitState& state : states_)
+    for (const Segment& s : state.segments) {
+      auto piece = [&](const Tensor& t) { return dist::flat_slice(t, s.shard_offset, s.length); };
+      dict.insert(moment_pieces::key(s.param, s.param_offset, "exp_avg"), piece(state.exp_avg));
+      dict.insert(moment_pieces::key(s.param, s.param_offset, "exp_avg_sq"),
+                  piece(state.exp_avg_sq));
+    }
+  return dict;
+}
+
+nn::StateDict FsdpAdamW::merge_state_dicts(const std::vector<nn::StateDict>& ranks) const {
+  return moment_pieces::merge(ranks);
+}
+
+void FsdpAdamW::load_state_dict(const nn::StateDict& dict) {
+  step_ = moment_pieces::load_step(dict, "FsdpAdamW");
+  for (size_t u = 0; u < states_.size(); ++u) {
+    UnitState& state = states_[u];
+    state.exp_avg = state.exp_avg_sq = Tensor();
+    if (step_ == 0 || state.segments.empty()) continue;
+    allocate_moments(u);
+    for (const Segment& s : state.segments)
+      moment_pieces::load_segment(dict, {s.param, s.param_offset, s.shard_offset, s.length},
+                                  state.exp_avg, state.exp_avg_sq, "FsdpAdamW");
+  }
 }
 
 }  // namespace rg::optim

@@ -29,14 +29,20 @@ class FsdpAdamW : public Optimizer {
   // Elements of optimizer state per moment on this rank (the units' shards).
   int64_t shard_numel() const;
   int64_t steps() const { return step_; }
-  // Not yet: ZeRO-3 checkpoints of the optimizer state (these throw).
+  // A sharded checkpoint in ZeroAdamW's format (nn/optim/moment_pieces.h): this rank's
+  // pieces of the moments keyed by parameter (index in the FSDP's params(), the module's
+  // parameters() order) and element offset, so that it loads at any world size and from (or
+  // into) a ZeRO-1/2 run of the same model.
   nn::StateDict state_dict() const override;
   void load_state_dict(const nn::StateDict& dict) override;
   bool state_is_sharded() const override { return true; }
+  nn::StateDict merge_state_dicts(const std::vector<nn::StateDict>& ranks) const override;
   AdamWOptions options;
 
  private:
-  struct Segment {  // the part of one parameter inside this rank's shard of its unit
+  struct Segment {         // the part of one parameter inside this rank's shard of its unit
+    size_t param;          // index into the FSDP's params()
+    int64_t param_offset;  // first element, in the flattened parameter
     int64_t shard_offset, length;
     double weight_decay;
   };
@@ -45,6 +51,7 @@ class FsdpAdamW : public Optimizer {
     Tensor exp_avg, exp_avg_sq;
   };
   void plan_segments(const std::vector<double>& weight_decays);
+  void allocate_moments(size_t unit);
   std::vector<double> weight_decay_per_param() const;
 
   nn::FullyShardedDataParallel& fsdp_;

@@ -228,7 +228,7 @@ check_bad "--zero 3 with activation checkpointing" "${TINY[@]}" --steps 1 --zero
   --checkpoint-activations
 grep -q -- "--zero 3 cannot be combined with --checkpoint-activations" "$TMP/err" ||
   bad "--zero 3 --checkpoint-activations names the flag"
-check_bad "--zero 3 with --checkpoint" "${TINY[@]}" --steps 1 --fsdp --checkpoint "$TMP/z3ckpt"
+check_bad "--zero 3 with --memory-budget" "${TINY[@]}" --steps 1 --fsdp --memory-budget 1GiB
 check_bad "--fsdp with --zero 1" "${TINY[@]}" --steps 1 --fsdp --zero 1
 
 # --zero 2 under rgrun (gradients sharded too): --verify against one process in f64 to 1e-12.

@@ -9,13 +9,16 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
+#include "autograd/grad_mode.h"
 #include "core/memory_accounting.h"
 #include "dist/threads_group.h"
 #include "equivalence.h"
 #include "nn/fsdp.h"
 #include "nn/gpt.h"
 #include "nn/optim/fsdp_adamw.h"
+#include "nn/optim/zero_adamw.h"
 
 using namespace rg;
 using namespace rg::testing;
@@ -43,6 +46,7 @@ struct FsdpRankResult {
   int64_t most_grads_after_step = 0;
   int64_t most_units_gathered_after_step = 0;
   int64_t prefetched_gathers = 0;
+  nn::StateDict optimizer_state;  // FsdpAdamW's state_dict after training (copies)
 };
 
 int64_t blocks_gathered(const nn::FullyShardedDataParallel& fsdp) {
@@ -60,10 +64,16 @@ FsdpRankResult train_fsdp_rank(const Setup& s, dist::ProcessGroup& group, nn::FS
                                const std::function<void(dist::ProcessGroup&)>& at_end) {
   const int rank = group.rank();
   auto model = make_model(s, 100 + uint64_t(rank) * 7);  // FSDP must broadcast rank 0's
+  if (!s.initial_params.empty()) {  // resuming: weights before the wrap, which shards them
+    NoGradGuard no_grad;
+    std::vector<Tensor> params = model->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(s.initial_params[i]);
+  }
   nn::FullyShardedDataParallel fsdp(model, group, options);
   optim::FsdpAdamW opt(fsdp, adamw_options());
+  if (!s.optimizer_state.empty()) opt.load_state_dict(s.optimizer_state);
   FsdpRankResult result;
-  for (int step = 0; step < s.steps; ++step) {
+  for (int step = s.first_step; step < s.first_step + s.steps; ++step) {
     auto [x, y] = random_batch(s, int64_t(s.world) * s.accum * s.micro, 1000 + uint64_t(step));
     const double denominator = counted(y) / s.world;
     const int64_t per_rank = int64_t(s.accum) * s.micro;
@@ -93,6 +103,8 @@ FsdpRankResult train_fsdp_rank(const Setup& s, dist::ProcessGroup& group, nn::FS
   }
   result.state_elements = opt.shard_numel();
   result.prefetched_gathers = int64_t(fsdp.prefetched_gathers());
+  for (const auto& [name, tensor] : opt.state_dict())
+    result.optimizer_state.insert(name, tensor.detach().clone());
   if (at_end) at_end(group);
   fsdp.gather_full_parameters();
   for (const Tensor& p : model->parameters()) result.params.push_back(p.detach().clone());
@@ -282,4 +294,51 @@ TEST_CASE("ZeRO-3 refuses activation checkpointing and a step without synchronis
                            },
                            quick()),
                        doctest::Contains("is not one the FullyShardedDataParallel shards"), Error);
+}
+
+namespace {
+std::vector<nn::StateDict> states_of(const std::vector<FsdpRankResult>& ranks) {
+  std::vector<nn::StateDict> shards;
+  for (const FsdpRankResult& r : ranks) shards.push_back(r.optimizer_state);
+  return shards;
+}
+}  // namespace
+
+// World 2 x accumulation 2, world 4 x 1 and world 1 x 4 see the same global batch per step:
+// 3 steps at world 2, a sharded checkpoint (each rank's pieces), then 3 more at world 4 and
+// at world 1 equal 6 uninterrupted steps; and the pieces of a ZeRO-2 run resume at ZeRO-3
+// (the same format: parameter index and element offset).
+TEST_CASE("ZeRO-3 resumed from a sharded checkpoint at another world size equals the whole run") {
+  Setup whole = fsdp_setup(2, 2);
+  whole.steps = 6;
+  std::vector<FsdpRankResult> uninterrupted = train_fsdp_threads(whole);
+  Setup first_half = whole;
+  first_half.steps = 3;
+  std::vector<FsdpRankResult> half = train_fsdp_threads(first_half);
+  first_half.zero = 2;
+  std::vector<RankResult> half_zero2 = train_ddp_threads(first_half);
+  std::vector<nn::StateDict> zero2_shards;
+  for (const RankResult& r : half_zero2) zero2_shards.push_back(r.optimizer_state);
+  for (auto [world, accum, from_zero2] :
+       {std::tuple{4, 1, false}, std::tuple{1, 4, false}, std::tuple{4, 1, true}}) {
+    INFO("resumed at world=" << world << " accum=" << accum << " from ZeRO-2: " << from_zero2);
+    Setup second_half = fsdp_setup(world, accum);
+    second_half.first_step = 3;
+    second_half.initial_params = from_zero2 ? half_zero2[0].params : half[0].params;
+    second_half.optimizer_state =
+        optim::ZeroAdamW::merge_pieces(from_zero2 ? zero2_shards : states_of(half));
+    std::vector<FsdpRankResult> resumed = train_fsdp_threads(second_half);
+    const double diff = max_relative_difference(resumed[0].params, uninterrupted[0].params);
+    const std::string from = from_zero2 ? " from ZeRO-2" : "";
+    MESSAGE("resumed at world " << world << from
+                                << ": max relative difference to the uninterrupted run " << diff);
+    CHECK(diff <= 1e-12);
+    for (int r = 1; r < world; ++r) CHECK(bit_identical(resumed[r].params, resumed[0].params));
+  }
+  Setup missing_rank = fsdp_setup(1, 4);
+  missing_rank.first_step = 3;
+  missing_rank.initial_params = half[0].params;
+  missing_rank.optimizer_state = half[0].optimizer_state;  // rank 1's pieces left out
+  CHECK_THROWS_WITH_AS(train_fsdp_threads(missing_rank),
+                       doctest::Contains("a rank's state dict is missing from the merge?"), Error);
 }

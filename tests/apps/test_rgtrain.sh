@@ -343,6 +343,20 @@ PY
 then ok "--memory-report: --zero 3 holds about half DDP's parameter, gradient and optimizer bytes at 2 ranks"
 else bad "--zero 3 memory report: $(cat "$TMP/memz0.out" "$TMP/memz3.out")"; fi
 
+# --max-model-memory at 4 ranks: a 4x64 GPT (2.0e5 parameters) whose DDP run needs 0.00375 GiB
+# (weights, gradients, AdamW state, buckets) is refused under a 0.0025 GiB cap, and its
+# --zero 3 run (1/4 of those plus a block's gathers) trains under the same cap.
+CAP=(--layers 4 --heads 4 --width 64 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
+     --eval-every 0 --steps 1 --max-model-memory 0.0025)
+"$RGRUN" --nproc-per-node 4 -- "$RGTRAIN" "${CAP[@]}" >"$TMP/cap0.out" 2>&1
+cap0=$?
+"$RGRUN" --nproc-per-node 4 -- "$RGTRAIN" "${CAP[@]}" --zero 3 >"$TMP/cap3.out" 2>&1
+cap3=$?
+if [ $cap0 -ne 0 ] && grep -q "needs 0.00375 GiB for weights, gradients and optimizer state" \
+     "$TMP/cap0.out" && [ $cap3 -eq 0 ] && grep -q "final loss" "$TMP/cap3.out"; then
+  ok "--max-model-memory: the DDP run is refused at 4 ranks, the --zero 3 run trains under the same cap"
+else bad "--max-model-memory with --zero 3: $(tail -2 "$TMP/cap0.out") $(tail -2 "$TMP/cap3.out")"; fi
+
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
 # the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked
 # micro-batch equals a plain --micro-batch run bit for bit. SGD: AdamW's first steps are about

@@ -19,13 +19,6 @@ namespace {
 
 Tensor flat(const Tensor& t) { return t.detach().reshape({-1}); }
 
-void fail_on_checkpointing(const Module& module) {
-  auto* gpt = dynamic_cast<const GPT*>(&module);
-  RG_CHECK(gpt == nullptr || !gpt->checkpoint_activations,
-           "FullyShardedDataParallel: activation checkpointing (GPT::checkpoint_activations) "
-           "is not supported with ZeRO-3 yet (recomputation would need to re-gather)");
-}
-
 }  // namespace
 
 FsdpNoSyncGuard::FsdpNoSyncGuard(FullyShardedDataParallel* fsdp) : fsdp_(fsdp) {
@@ -45,7 +38,6 @@ FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<Module> modul
       options_(options),
       alive_(std::make_shared<bool>(true)) {
   RG_CHECK(module_ != nullptr, "FullyShardedDataParallel: no module");
-  fail_on_checkpointing(*module_);
   for (auto& [name, p] : module_->named_parameters()) {
     RG_CHECK(p.is_leaf() && p.requires_grad(), "FullyShardedDataParallel: parameter '", name,
              "' must be a leaf that requires grad");
@@ -170,7 +162,6 @@ Tensor FullyShardedDataParallel::forward(const Tensor& x) {
 }
 
 void FullyShardedDataParallel::pre_forward() {
-  fail_on_checkpointing(*module_);
   RG_CHECK(!backward_started_,
            "FullyShardedDataParallel: forward while a backward is still unfinished");
   gather(units_[0]);

@@ -109,7 +109,8 @@ void FullyShardedDataParallel::before_unit_forward(size_t u) {
            "before the module's own forward");
   poll_completions();
   gather(units_[u]);
-  if (options_.prefetch && u + 1 < units_.size())
+  // Not while recomputing a checkpointed block in backward: the next block is done by then.
+  if (options_.prefetch && u + 1 < units_.size() && !in_backward())
     prefetched_gathers_ += start_gather(units_[u + 1]);
   units_[u].compute_start = Clock::now();
 }
@@ -128,7 +129,9 @@ void FullyShardedDataParallel::after_unit_forward(size_t u, const Tensor& output
       return grad;
     });
   }
-  if (!backward_comes || options_.reshard_after_forward) free_parameters(unit);
+  // A checkpointed block recomputed in backward (rg::checkpoint) keeps its parameters: its
+  // backward follows at once.
+  if (!backward_comes || (options_.reshard_after_forward && !in_backward())) free_parameters(unit);
 }
 
 void FullyShardedDataParallel::before_unit_backward(size_t u) {

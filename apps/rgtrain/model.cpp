@@ -130,10 +130,6 @@ void check_zero_flags(const Args& a) {
   if (a.grad_view) fail("--zero ", a.zero, " cannot be combined with --grad-as-bucket-view");
   if (a.zero < 3) return;
   // What ZeRO-3 does not do yet, named instead of run wrong.
-  if (a.checkpoint_activations)
-    fail(
-        "--zero 3 cannot be combined with --checkpoint-activations yet (recomputation would "
-        "need to gather each block again)");
   if (!a.memory_budget.empty())
     fail("--zero 3 cannot be combined with --memory-budget yet (its dry runs do not shard)");
 }

@@ -63,6 +63,9 @@ struct FsdpUnit {
   Tensor grad_shard;  // [shard_numel] the averaged gradient after a synchronised backward
   bool gathered = false;
   size_t grads_ready = 0;  // parameters whose gradient is accumulated in this backward
+  // The flat gradient buffer whose views are the parameters' .grad during this unit's
+  // synchronised backward (when no accumulated .grad came before it).
+  Tensor flat_gradient;
   // An all-gather on its way (prefetched, or waited for at once) and its flat buffer.
   Tensor gathering;
   std::shared_ptr<dist::Work> gather_work;
@@ -139,6 +142,8 @@ class FullyShardedDataParallel {
   void after_unit_forward(size_t u, const Tensor& output);
   void before_unit_backward(size_t u);
   void on_gradient_ready(size_t u);
+  void accumulate_into_flat_gradient(FsdpUnit& unit);
+  Tensor flat_scaled_gradient(FsdpUnit& unit);
   void reduce_scatter_gradients(FsdpUnit& unit);
   void finish_backward();
 

@@ -138,7 +138,63 @@ void FullyShardedDataParallel::before_unit_backward(size_t u) {
   poll_completions();
   gather(units_[u]);
   if (options_.prefetch && u > 1) prefetched_gathers_ += start_gather(units_[u - 1]);
+  accumulate_into_flat_gradient(units_[u]);
   units_[u].compute_start = Clock::now();
+}
+
+// Before a synchronised backward of a unit whose parameters hold no .grad (no accumulation
+// inside no_sync), each .grad becomes a zeroed view of one flat buffer: autograd accumulates
+// into it in place, and the reduce-scatter reads it where it lies (no .grad besides it, no
+// copy). Otherwise the gradients are copied into a flat buffer when the unit is done.
+void FullyShardedDataParallel::accumulate_into_flat_gradient(FsdpUnit& unit) {
+  if (!require_sync_ || unit.flat_gradient.defined() || unit.params.empty()) return;
+  for (size_t i : unit.params)
+    if (params_[i].grad().defined()) return;
+  NoGradGuard no_grad;
+  {
+    MemoryCategoryScope scope(MemoryCategory::gradients);
+    ShareableAllocations shared;  // peers of this host may map it
+    unit.flat_gradient = zeros({unit.padded_numel}, unit.shard.dtype(), unit.shard.device());
+  }
+  for (size_t k = 0; k < unit.params.size(); ++k) {
+    Tensor& p = params_[unit.params[k]];
+    p.set_grad(dist::flat_slice(unit.flat_gradient, unit.offsets[k], p.numel()).view(p.shape()));
+  }
+}
+
+// The unit's gradients laid flat and scaled by 1/N (the DDP reducer's scaling: in place for
+// views of the flat buffer, else slot = grad * (1/N) in one pass), padding zero; each .grad
+// is released.
+Tensor FullyShardedDataParallel::flat_scaled_gradient(FsdpUnit& unit) {
+  NoGradGuard no_grad;
+  const double scale = 1.0 / group_.size();
+  if (unit.flat_gradient.defined()) {
+    Tensor full = std::move(unit.flat_gradient);
+    unit.flat_gradient = Tensor();
+    full.mul_(scale);
+    for (size_t i : unit.params) params_[i].set_grad(Tensor());
+    return full;
+  }
+  Tensor full = [&] {
+    MemoryCategoryScope scope(MemoryCategory::gradients);
+    ShareableAllocations shared;  // peers of this host may map it
+    return empty({unit.padded_numel}, unit.shard.dtype(), unit.shard.device());
+  }();
+  dist::flat_slice(full, unit.numel, unit.padded_numel - unit.numel).zero_();
+  for (size_t k = 0; k < unit.params.size(); ++k) {
+    Tensor& p = params_[unit.params[k]];
+    Tensor slot = dist::flat_slice(full, unit.offsets[k], p.numel());
+    Tensor grad = p.grad();
+    if (!grad.defined()) {
+      slot.zero_();
+      continue;
+    }
+    RG_KERNEL(slot.device(), binary)
+    (BinaryOp::mul, slot, grad.reshape({-1}),
+     scalar_tensor(scale, slot.dtype(), slot.device()).expand(slot.shape()));
+    p.set_grad(Tensor());
+  }
+  return full;
 }
 
 // The unit's last gradient is in: reduce-scatter (synchronised backward) and free.
@@ -164,27 +220,7 @@ void FullyShardedDataParallel::on_gradient_ready(size_t u) {
 // flat = grad * (1/N) per parameter (the DDP reducer's scaling), padding zero; each .grad is
 // released, and rank r receives the sum of slice r: its averaged gradient shard.
 void FullyShardedDataParallel::reduce_scatter_gradients(FsdpUnit& unit) {
-  NoGradGuard no_grad;
-  Tensor full = [&] {
-    MemoryCategoryScope scope(MemoryCategory::gradients);
-    ShareableAllocations shared;  // peers of this host may map it
-    return empty({unit.padded_numel}, unit.shard.dtype(), unit.shard.device());
-  }();
-  dist::flat_slice(full, unit.numel, unit.padded_numel - unit.numel).zero_();
-  const double scale = 1.0 / group_.size();
-  for (size_t k = 0; k < unit.params.size(); ++k) {
-    Tensor& p = params_[unit.params[k]];
-    Tensor slot = dist::flat_slice(full, unit.offsets[k], p.numel());
-    Tensor grad = p.grad();
-    if (!grad.defined()) {
-      slot.zero_();
-      continue;
-    }
-    RG_KERNEL(slot.device(), binary)
-    (BinaryOp::mul, slot, grad.reshape({-1}),
-     scalar_tensor(scale, slot.dtype(), slot.device()).expand(slot.shape()));
-    p.set_grad(Tensor());
-  }
+  Tensor full = flat_scaled_gradient(unit);
   if (!unit.grad_shard.defined()) {
     unit.grad_shard = zeros({unit.shard_numel}, unit.shard.dtype(), unit.shard.device());
     tag_memory(*unit.grad_shard.storage(), MemoryCategory::gradients);

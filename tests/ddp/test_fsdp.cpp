@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
 #include "core/memory_accounting.h"
 #include "dist/threads_group.h"
 #include "equivalence.h"
@@ -48,7 +49,22 @@ struct FsdpRankResult {
   int64_t most_units_gathered_after_step = 0;
   int64_t prefetched_gathers = 0;
   nn::StateDict optimizer_state;  // FsdpAdamW's state_dict after training (copies)
+  // Block gradients seen by a post-accumulate hook (after FSDP's) in synchronised backwards:
+  // as views of a larger (flat) buffer, or owning their storage.
+  int64_t block_grads_in_flat_buffer = 0, block_grads_alone = 0;
 };
+
+// Counts into `result` how the last parameter of the first block (among the first to get its
+// gradient in backward, so not yet handed to the reduce-scatter) holds its gradient.
+void watch_block_gradient(nn::FullyShardedDataParallel& fsdp, FsdpRankResult& result) {
+  const Tensor& p = fsdp.params()[fsdp.units()[1].params.back()];
+  register_post_accumulate_grad_hook(p, [&fsdp, &result](const Tensor& param) {
+    if (!fsdp.require_sync() || !param.grad().defined()) return;
+    const size_t own = size_t(param.numel()) * itemsize(param.dtype());
+    (param.grad().storage()->nbytes > own ? result.block_grads_in_flat_buffer
+                                          : result.block_grads_alone) += 1;
+  });
+}
 
 int64_t blocks_gathered(const nn::FullyShardedDataParallel& fsdp) {
   int64_t n = 0;
@@ -75,6 +91,7 @@ FsdpRankResult train_fsdp_rank(const Setup& s, dist::ProcessGroup& group, nn::FS
   optim::FsdpAdamW opt(fsdp, adamw_options());
   if (!s.optimizer_state.empty()) opt.load_state_dict(s.optimizer_state);
   FsdpRankResult result;
+  watch_block_gradient(fsdp, result);
   for (int step = s.first_step; step < s.first_step + s.steps; ++step) {
     auto [x, y] = random_batch(s, int64_t(s.world) * s.accum * s.micro, 1000 + uint64_t(step));
     const double denominator = counted(y) / s.world;
@@ -202,6 +219,18 @@ TEST_CASE("ZeRO-3 prefetches the next block's all-gather in forward and backward
     CHECK(bit_identical(ahead[r].params, plain[r].params));
   }
   check_fsdp_equals_ddp(fsdp_setup(4, 1), off);
+}
+
+// Without accumulation each block's .grad are views of its flat gradient buffer (no copy);
+// after no_sync micro-batches the accumulated .grad are copied into one.
+TEST_CASE("ZeRO-3 accumulates a synchronised block's gradients in its flat buffer") {
+  for (int accum : {1, 2}) {
+    Setup s = fsdp_setup(2, accum);
+    for (const FsdpRankResult& r : train_fsdp_threads(s)) {
+      CHECK(r.block_grads_in_flat_buffer == (accum == 1 ? s.steps : 0));
+      CHECK(r.block_grads_alone == (accum == 1 ? 0 : s.steps));
+    }
+  }
 }
 
 TEST_CASE("ZeRO-3 frees a Block's full parameters after its forward unless told to keep them") {

@@ -75,10 +75,6 @@ void FsdpAdamW::step() {
   backwards_at_last_step_ = fsdp_.synchronized_backwards();
   options.lr = lr_;
   ++step_;
-  struct DecayGroup {
-    double weight_decay;
-    std::vector<AdamWTensors> sets;
-  };
   std::vector<DecayGroup> groups;
   for (size_t u = 0; u < states_.size(); ++u) {
     const nn::FsdpUnit& unit = fsdp_.units()[u];
@@ -89,13 +85,7 @@ void FsdpAdamW::step() {
       auto piece = [&](const Tensor& t) { return dist::flat_slice(t, s.shard_offset, s.length); };
       AdamWTensors set{piece(unit.shard), piece(unit.grad_shard), piece(state.exp_avg),
                        piece(state.exp_avg_sq)};
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const DecayGroup& g) {
-        return g.weight_decay == s.weight_decay && g.sets[0].param.dtype() == set.param.dtype();
-      });
-      if (it == groups.end())
-        groups.push_back({s.weight_decay, {std::move(set)}});
-      else
-        it->sets.push_back(std::move(set));
+      add_to_decay_group(groups, s.weight_decay, std::move(set));
     }
   }
   for (const DecayGroup& g : groups)

@@ -81,10 +81,6 @@ class ZeroAdamW : public Optimizer {
   void plan_shards(const std::vector<double>& weight_decays);
   std::vector<double> weight_decay_per_param() const;
   Tensor gradient_shard(const Shard& shard) const;
-  struct DecayGroup {  // the pieces of one adamw_multi call
-    double weight_decay;
-    std::vector<AdamWTensors> sets;
-  };
   void update_shard(Shard& shard, std::vector<DecayGroup>& groups);
   void update_shards();
   Tensor gather_buffer(size_t bucket) const;

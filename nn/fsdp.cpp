@@ -22,13 +22,16 @@ Tensor flat(const Tensor& t) { return t.detach().reshape({-1}); }
 }  // namespace
 
 FsdpNoSyncGuard::FsdpNoSyncGuard(FullyShardedDataParallel* fsdp) : fsdp_(fsdp) {
-  if (fsdp_) fsdp_->set_require_sync(false);
+  if (!fsdp_) return;
+  previous_ = fsdp_->require_sync();
+  fsdp_->set_require_sync(false);
 }
-FsdpNoSyncGuard::FsdpNoSyncGuard(FsdpNoSyncGuard&& other) noexcept : fsdp_(other.fsdp_) {
+FsdpNoSyncGuard::FsdpNoSyncGuard(FsdpNoSyncGuard&& other) noexcept
+    : fsdp_(other.fsdp_), previous_(other.previous_) {
   other.fsdp_ = nullptr;
 }
 FsdpNoSyncGuard::~FsdpNoSyncGuard() {
-  if (fsdp_) fsdp_->set_require_sync(true);
+  if (fsdp_) fsdp_->set_require_sync(previous_);
 }
 
 FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<Module> module,
@@ -60,9 +63,18 @@ FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<Module> modul
   register_hooks();
 }
 
+// Collectives still in flight write into buffers this object owns: wait for them (a failed
+// group's error has been thrown elsewhere already).
 FullyShardedDataParallel::~FullyShardedDataParallel() {
   *alive_ = false;
-  for (auto& pending : pending_) pending->work->wait();
+  auto settle = [](const std::shared_ptr<dist::Work>& work) {
+    try {
+      if (work) work->wait();
+    } catch (const std::exception&) {
+    }
+  };
+  for (auto& pending : pending_) settle(pending->work);
+  for (FsdpUnit& unit : units_) settle(unit.gather_work);
 }
 
 // The root (index 0) holds what no Block holds; each Block, in module order, is a unit.

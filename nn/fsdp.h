@@ -13,10 +13,14 @@
 //             (reshard_after_forward) and hooks the unit's output, whose gradient arrives
 //             just before the unit's backward: that hook gathers the unit again.
 //   backward  as a unit's last parameter gradient is accumulated (post-accumulate-grad
-//             hooks), its gradients are laid into a flat buffer scaled by 1/N (as the DDP
-//             reducer does), reduce-scattered into the unit's gradient shard, each .grad is
-//             released and the parameters are freed; the end of backward waits for the
-//             reduce-scatters and drops their buffers.
+//             hooks), its flat gradient buffer (whose views the .grad were, or into which
+//             accumulated .grad are copied) is scaled by 1/N (as the DDP reducer does) and
+//             reduce-scattered into the unit's gradient shard, each .grad is released and the
+//             parameters are freed; a buffer goes when its reduce-scatter is seen complete.
+//   prefetch  the next unit's all-gather is issued as a unit starts its forward (the
+//             previous one's as it starts its backward): it runs while this unit computes.
+// Activation checkpointing composes: the recomputation in backward runs the unit's forward
+// hooks again, which gather it and keep it for the backward that follows.
 // Freeing keeps the parameter's Storage object and gives back only its memory
 // (rg::exchange_storage_memory), so tensors autograd saved in forward see the values again
 // once the unit is re-gathered. The root is not resharded after forward (its output is the
@@ -85,6 +89,7 @@ class FsdpNoSyncGuard {
 
  private:
   FullyShardedDataParallel* fsdp_ = nullptr;
+  bool previous_ = true;
 };
 
 class FullyShardedDataParallel {
@@ -115,7 +120,6 @@ class FullyShardedDataParallel {
   const FSDPOptions& options() const { return options_; }
   const std::vector<Tensor>& params() const { return params_; }
   const std::vector<std::string>& names() const { return names_; }
-  std::vector<FsdpUnit>& units() { return units_; }
   const std::vector<FsdpUnit>& units() const { return units_; }
   uint64_t synchronized_backwards() const { return synchronized_backwards_; }
   // All-gathers issued ahead of the unit that needs them (FSDPOptions::prefetch).

@@ -128,10 +128,6 @@ void check_zero_flags(const Args& a) {
   if (a.optimizer != "adamw")
     fail("--zero ", a.zero, " needs --optimizer adamw, got '", a.optimizer, "'");
   if (a.grad_view) fail("--zero ", a.zero, " cannot be combined with --grad-as-bucket-view");
-  if (a.zero < 3) return;
-  // What ZeRO-3 does not do yet, named instead of run wrong.
-  if (!a.memory_budget.empty())
-    fail("--zero 3 cannot be combined with --memory-budget yet (its dry runs do not shard)");
 }
 
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {

@@ -224,7 +224,6 @@ check_bad "--resume of a --zero 1 checkpoint in one process" "${TINY[@]}" --step
   --checkpoint "$TMP/zero2" --resume
 grep -q "sharded into 2 files by --zero 1" "$TMP/err" || bad "names the sharded optimizer state"
 check_bad "--zero 4" "${TINY[@]}" --steps 1 --zero 4
-check_bad "--zero 3 with --memory-budget" "${TINY[@]}" --steps 1 --fsdp --memory-budget 1GiB
 check_bad "--fsdp with --zero 1" "${TINY[@]}" --steps 1 --fsdp --zero 1
 
 # --zero 2 under rgrun (gradients sharded too): --verify against one process in f64 to 1e-12.
@@ -355,6 +354,18 @@ if [ $cap0 -ne 0 ] && grep -q "needs 0.00375 GiB for weights, gradients and opti
      "$TMP/cap0.out" && [ $cap3 -eq 0 ] && grep -q "final loss" "$TMP/cap3.out"; then
   ok "--max-model-memory: the DDP run is refused at 4 ranks, the --zero 3 run trains under the same cap"
 else bad "--max-model-memory with --zero 3: $(tail -2 "$TMP/cap0.out") $(tail -2 "$TMP/cap3.out")"; fi
+
+# --memory-budget under --zero 3 (2 ranks) counts 1/2 of weights, gradients and AdamW state
+# plus two gathered blocks: the budget that leaves DDP a micro-batch of 1 fits all 8.
+ZBUDGET=(--layers 2 --heads 4 --width 64 --digits 1 --global-batch 16 --threads 1 --eval-every 0
+         --warmup 2 --steps 2 --memory-budget 2MiB)
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ZBUDGET[@]}" >"$TMP/zb0.out" 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ZBUDGET[@]}" --zero 3 >"$TMP/zb3.out" 2>&1
+if grep -q "micro-batch 1 of 8 per rank" "$TMP/zb0.out" &&
+   grep -q "micro-batch 8 of 8 per rank .*accumulation 1$" "$TMP/zb3.out" &&
+   grep -q "final loss" "$TMP/zb3.out"; then
+  ok "--memory-budget 2MiB at 2 ranks: micro-batch 1 under DDP, 8 under --zero 3 (which trains)"
+else bad "--memory-budget with --zero 3: $(grep -h memory-budget "$TMP/zb0.out" "$TMP/zb3.out")"; fi
 
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
 # the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked

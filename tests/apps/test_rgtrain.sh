@@ -256,6 +256,27 @@ PY
   else bad "--zero 3 --verify: $(tail -3 "$TMP/zero3v.out")"; fi
 done
 
+# --zero 3 --trace: each block's all-gather and reduce-scatter on the comm lane, and the
+# second block's all-gather (prefetched as the first block starts) overlapping the first
+# block's forward on the compute lane of the same rank: it was issued before that forward
+# began, so this holds by program order, not by timing.
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" --layers 2 --heads 2 --width 16 --digits 1 \
+  --global-batch 8 --micro-batch 2 --threads 1 --eval-every 0 --steps 2 --zero 3 \
+  --trace "$TMP/z3.json" >"$TMP/z3trace.out" 2>&1
+if python3 - "$TMP/z3.json" <<'PY'
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+def spans(name):
+    return [e for e in events if e["name"] == name and e["pid"] == 0]
+forwards, gathers = spans("forward transformer.h.0"), spans("all-gather transformer.h.1")
+overlap = any(g["ts"] <= f["ts"] < g["ts"] + g["dur"] or f["ts"] <= g["ts"] < f["ts"] + f["dur"]
+              for f in forwards for g in gathers)
+ok = forwards and overlap and spans("reduce-scatter transformer.h.0") and spans("backward transformer.h.1")
+sys.exit(0 if ok else 1)
+PY
+then ok "--zero 3 --trace: the prefetched all-gather of block 1 overlaps block 0's forward"
+else bad "--zero 3 --trace: $(tail -3 "$TMP/z3trace.out")"; fi
+
 # The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
 # at step 1; later steps differ only by the rounding of the gradient average).
 "$RGTRAIN" "${TINY[@]}" --steps 3 --print-every 1 --metrics "$TMP/w1.jsonl" >"$TMP/w1.out" 2>&1

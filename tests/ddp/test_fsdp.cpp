@@ -327,6 +327,25 @@ TEST_CASE("ZeRO-3 refuses a step without synchronised backward and a parameter i
                            },
                            quick()),
                        doctest::Contains("is not one the FullyShardedDataParallel shards"), Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           1,
+                           [&](dist::ProcessGroup& group) {
+                             auto model = make_model(s, 1);
+                             model->to(DType::bf16);
+                             nn::FullyShardedDataParallel fsdp(model, group);
+                           },
+                           quick()),
+                       doctest::Contains("has dtype bfloat16; the shards take float32 or float64"),
+                       Error);
+  CHECK_THROWS_WITH_AS(dist::run_threads(
+                           2,
+                           [&](dist::ProcessGroup& group) {
+                             nn::DDPOptions o;
+                             o.zero_stage = 3;
+                             nn::DistributedDataParallel ddp(make_model(s, 1), group, o);
+                           },
+                           quick()),
+                       doctest::Contains("stage 3 is nn::FullyShardedDataParallel"), Error);
 }
 
 namespace {

@@ -34,6 +34,7 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct FSDPOptions {
   // it starts its backward), so that it runs while this unit computes (nn/fsdp_communication.cpp).
   bool prefetch = true;
   std::shared_ptr<dist::TraceRecorder> trace;  // set to record gathers, reduce-scatters, compute
+  // The dtype of the gradients' reduce-scatter (bf16: half the bytes on the wire; the shards
+  // and the optimizer stay in the parameters' dtype). Unset: the parameters' dtype.
+  std::optional<DType> reduce_dtype;
 };
 
 // One unit: its parameters (indices into FullyShardedDataParallel::params()), where each
@@ -130,6 +134,8 @@ class FullyShardedDataParallel {
   struct Pending {         // a reduce-scatter in flight
     std::string unit;      // for the trace
     Tensor full_gradient;  // its input: alive until it completes
+    Tensor reduced;        // with a reduce_dtype: its output, cast into *grad_shard when done
+    Tensor* grad_shard = nullptr;
     std::shared_ptr<dist::Work> work;
     Clock::time_point issued;
   };

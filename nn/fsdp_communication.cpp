@@ -92,6 +92,7 @@ void FullyShardedDataParallel::poll_completions() {
     }
   std::erase_if(pending_, [&](const std::unique_ptr<Pending>& p) {
     if (!p->work->is_completed()) return false;
+    if (p->reduced.defined()) dist::copy_buffer(*p->grad_shard, p->reduced);  // back from bf16
     if (options_.trace)
       options_.trace->span(group_.rank(), "comm", "reduce-scatter " + p->unit, p->issued, now);
     return true;
@@ -218,7 +219,9 @@ void FullyShardedDataParallel::on_gradient_ready(size_t u) {
 }
 
 // flat = grad * (1/N) per parameter (the DDP reducer's scaling), padding zero; each .grad is
-// released, and rank r receives the sum of slice r: its averaged gradient shard.
+// released, and rank r receives the sum of slice r: its averaged gradient shard. With a
+// reduce_dtype (bf16) the flat buffer is cast to it for the wire (the sums accumulate in f32,
+// dist/process_group.h) and the result is cast back into the shard once it arrives.
 void FullyShardedDataParallel::reduce_scatter_gradients(FsdpUnit& unit) {
   Tensor full = flat_scaled_gradient(unit);
   if (!unit.grad_shard.defined()) {
@@ -228,7 +231,16 @@ void FullyShardedDataParallel::reduce_scatter_gradients(FsdpUnit& unit) {
   auto pending = std::make_unique<Pending>();
   pending->unit = unit_label(unit);
   pending->issued = Clock::now();
-  pending->work = group_.reduce_scatter(unit.grad_shard, full);
+  if (options_.reduce_dtype && *options_.reduce_dtype != full.dtype()) {
+    NoGradGuard no_grad;
+    MemoryCategoryScope scope(MemoryCategory::gradients);
+    ShareableAllocations shared;  // peers of this host may map it
+    full = full.to(*options_.reduce_dtype);
+    pending->reduced = empty({unit.shard_numel}, full.dtype(), full.device());
+    pending->grad_shard = &unit.grad_shard;
+  }
+  const Tensor& out = pending->reduced.defined() ? pending->reduced : unit.grad_shard;
+  pending->work = group_.reduce_scatter(out, full);
   pending->full_gradient = std::move(full);
   pending_.push_back(std::move(pending));
 }

@@ -144,8 +144,9 @@ void add_dist_flags(CLI::App& app, Args& a) {
   app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(finite_in(0.0, 1e6));
   app.add_option("--reduce-dtype", a.reduce_dtype,
-                 "dtype of the gradients on the wire under DDP: f32, or bf16 (half the bytes; "
-                 "PyTorch's bf16_compress_hook; the average is cast back to f32)")
+                 "dtype of the gradients on the wire under DDP and --zero 3: f32, or bf16 (half "
+                 "the bytes; PyTorch's bf16_compress_hook; the average is cast back to f32); "
+                 "refused with --zero 1 and 2")
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--no-overlap", a.no_overlap, "all-reduce after backward, not during it");
   app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");

@@ -130,6 +130,7 @@ void wrap_ddp(RunState& s) {
     rg::nn::FSDPOptions o;
     o.reshard_after_forward = a.fsdp_reshard_after_forward;
     o.trace = s.trace;
+    if (a.reduce_dtype == "bf16") o.reduce_dtype = rg::DType::bf16;
     s.fsdp = std::make_unique<rg::nn::FullyShardedDataParallel>(s.model, *s.group, o);
     s.opt = make_fsdp_optimizer(a, *s.fsdp);  // needs the FSDP's shards
     resume_optimizer(s);
@@ -174,7 +175,7 @@ void build(RunState& s) {
     split_batch(s);
   }
   check_zero_flags(a);
-  if (a.zero >= 1 && a.reduce_dtype == "bf16")
+  if ((a.zero == 1 || a.zero == 2) && a.reduce_dtype == "bf16")
     fail("--reduce-dtype bf16 cannot be combined with --zero ", a.zero,
          " (its reduce-scatter is f32)");
   build_model(s);

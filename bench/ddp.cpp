@@ -14,11 +14,15 @@
 //     bucket's end) to its completion, and the part before backward ended is hidden;
 //  3. a bucket_cap_mb sweep (1, 5, 25, 100) printing step time and bucket count;
 //  4. the gradient memory that gradient_as_bucket_view saves.
+// --zero 3: instead, R alternating rounds of DDP and ZeRO-3 (nn::FullyShardedDataParallel,
+// each block's weights gathered for its forward and again for its backward, gradients
+// reduce-scattered, the next all-gather prefetched) and the ratio of their step times
+// (forward + backward with their communication; goal <= 1.20).
 // --backend mpi: run under mpirun (`mpirun -np 2 bench/ddp --backend mpi`, in a build with
 // MPI): each of mpirun's processes is a rank of the mpi backend, all run the same
 // measurements, and rank 0 prints them.
 // Usage: ddp [layers width steps] [--backend tcp|threads|both|mpi] [--bucket-cap-mb X]
-//            [--rounds R]
+//            [--rounds R] [--zero 3]
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
 #include <algorithm>
 #include <cstdio>
@@ -80,6 +84,10 @@ Config parse(int argc, char** argv) {
   app.add_option("--bucket-cap-mb", c.setup.bucket_cap_mb,
                  "bucket cap of the main DDP measurement, MiB")
       ->check(CLI::Range(1e-3, 1e6));
+  app.add_option("--zero", c.setup.zero,
+                 "3: compare ZeRO-3 (FullyShardedDataParallel) with DDP instead of the DDP "
+                 "measurements")
+      ->check(CLI::IsMember({0, 3}));
   app.add_option("--rounds", c.rounds,
                  "alternating rounds of the main measurement (no communication, then DDP)")
       ->check(CLI::Range(1, 1000));
@@ -140,6 +148,24 @@ void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
               mixed.buckets);
 }
 
+// --zero 3: R rounds of (DDP, ZeRO-3), each round's ratio, then the medians.
+void print_zero3(Ranks ranks, const DdpSetup& setup, int rounds) {
+  DdpSetup ddp_setup = setup;
+  ddp_setup.zero = 0;
+  std::printf("%-6s %12s %15s %7s\n", "round", "DDP ms/step", "ZeRO-3 ms/step", "ratio");
+  std::vector<double> ddp_ms, zero_ms, ratio;
+  for (int r = 1; r <= rounds; ++r) {
+    ddp_ms.push_back(measure_ddp(ranks, ddp_setup).ms_per_step);
+    zero_ms.push_back(measure_ddp(ranks, setup).ms_per_step);
+    ratio.push_back(zero_ms.back() / ddp_ms.back());
+    std::printf("%-6d %12.1f %15.1f %7.2f\n", r, ddp_ms.back(), zero_ms.back(), ratio.back());
+  }
+  std::printf(
+      "medians: DDP %.1f ms/step, ZeRO-3 %.1f ms/step, ratio %.2f (goal <= 1.20; median "
+      "of the rounds' ratios)\n",
+      median(ddp_ms), median(zero_ms), median(ratio));
+}
+
 void print_sweep(Ranks ranks, const DdpSetup& setup) {
   std::printf("bucket_cap_mb sweep:\n%-10s %8s %10s %10s %9s\n", "cap MiB", "buckets", "ms/step",
               "comm ms", "hidden");
@@ -173,8 +199,12 @@ const char* backend_title(Ranks ranks) {
 void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
   const std::string note = ranks == Ranks::mpi ? mpi_pinning_note() : pinning_note();
   std::printf("\n== backend %s; %s\n", backend_title(ranks), note.c_str());
-  print_main(ranks, setup, rounds);
-  print_sweep(ranks, setup);
+  if (setup.zero == 3) {
+    print_zero3(ranks, setup, rounds);
+  } else {
+    print_main(ranks, setup, rounds);
+    print_sweep(ranks, setup);
+  }
   std::fflush(stdout);
 }
 

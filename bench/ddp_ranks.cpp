@@ -19,6 +19,7 @@
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
 #include "nn/ddp.h"
+#include "nn/fsdp.h"
 #include "ringgrad.h"
 
 namespace rg::bench {
@@ -67,12 +68,15 @@ double cpu_seconds(int who) {
          1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
-// One training step: forward and backward, synchronized unless `sync` is false (no_sync).
-double timed_step(nn::GPT& model, nn::DistributedDataParallel* ddp, const Tensor& idx, bool sync) {
+// One training step: forward and backward, synchronized unless `sync` is false (no_sync);
+// under FSDP (ZeRO-3) with its gathers and reduce-scatters.
+double timed_step(nn::GPT& model, nn::DistributedDataParallel* ddp,
+                  nn::FullyShardedDataParallel* fsdp, const Tensor& idx, bool sync) {
   const Clock::time_point start = Clock::now();
   nn::NoSyncGuard guard = ddp && !sync ? ddp->no_sync() : nn::NoSyncGuard();
   model.zero_grad();
   if (ddp) ddp->pre_forward();
+  if (fsdp) fsdp->pre_forward();
   auto [logits, loss] = model.forward(idx, idx, Reduction::mean, -1);
   loss.backward();
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -84,7 +88,10 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   set_num_threads(1);
   auto model = std::make_shared<nn::GPT>(config(setup));
   std::unique_ptr<nn::DistributedDataParallel> ddp;
-  if (setup.use_ddp) {
+  std::unique_ptr<nn::FullyShardedDataParallel> fsdp;
+  if (setup.use_ddp && setup.zero == 3) {
+    fsdp = std::make_unique<nn::FullyShardedDataParallel>(model, group);
+  } else if (setup.use_ddp) {
     nn::DDPOptions o;
     o.bucket_cap_mb = setup.bucket_cap_mb;
     o.gradient_as_bucket_view = setup.gradient_as_bucket_view;
@@ -94,11 +101,11 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   Tensor idx = mul(rand({kBatch, kContext}, DType::f32, kCPU, &gen), double(kVocab)).to(DType::i64);
   const bool interleave = setup.interleave && ddp;
   double seconds[2] = {0, 0}, rank_cpu[2] = {0, 0}, process_cpu[2] = {0, 0}, comm = 0, hidden = 0;
-  timed_step(*model, ddp.get(), idx, true);  // warm-up
+  timed_step(*model, ddp.get(), fsdp.get(), idx, true);  // warm-up
   for (int step = 0; step < (interleave ? 2 : 1) * setup.steps; ++step) {
     const bool sync = !interleave || step % 2 == 1;
     const double rank0 = cpu_seconds(RUSAGE_THREAD), process0 = cpu_seconds(RUSAGE_SELF);
-    seconds[sync] += timed_step(*model, ddp.get(), idx, sync);
+    seconds[sync] += timed_step(*model, ddp.get(), fsdp.get(), idx, sync);
     rank_cpu[sync] += cpu_seconds(RUSAGE_THREAD) - rank0;
     process_cpu[sync] += cpu_seconds(RUSAGE_SELF) - process0;
     if (ddp && sync) {

@@ -23,6 +23,8 @@ struct DdpSetup {
   // DDP only: steps alternate between no_sync (no communication) and synchronized ones, so
   // both are timed within the same second of the host's drifting speed.
   bool interleave = false;
+  // 3: nn::FullyShardedDataParallel (ZeRO-3, prefetch on) instead of DDP (with use_ddp).
+  int zero = 0;
 };
 
 struct DdpResult {

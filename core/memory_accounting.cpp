@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <utility>
 
 namespace rg {
 namespace {
@@ -89,6 +90,15 @@ void account_process_block(Device device, size_t charged) noexcept {
   if (counters == nullptr) return;
   std::lock_guard<std::mutex> lock(accounts().mutex);
   counters->add(static_cast<int>(MemoryCategory::other), charged);
+}
+
+void exchange_storage_memory(Storage& a, Storage& b) noexcept {
+  std::lock_guard<std::mutex> lock(accounts().mutex);
+  std::swap(a.data, b.data);
+  std::swap(a.nbytes, b.nbytes);
+  std::swap(a.release, b.release);
+  std::swap(a.charged_bytes, b.charged_bytes);
+  std::swap(a.memory_category, b.memory_category);
 }
 
 void tag_memory(Storage& storage, MemoryCategory category) {

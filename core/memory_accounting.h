@@ -29,6 +29,13 @@ void reset_peak_memory_stats(Device device);
 // (see MemoryCategory); does nothing for borrowed memory.
 void tag_memory(Storage& storage, MemoryCategory category);
 
+// Swaps the memory two storages own (data, size, release, charged bytes and category), so
+// that a Storage object can give its block back and later take a new one while every tensor
+// and view of it (autograd's saved tensors included) keeps pointing at the same object: how
+// FSDP (nn/fsdp.h) frees gathered parameters and fills them again (PyTorch:
+// storage().resize_(0) and back).
+void exchange_storage_memory(Storage& a, Storage& b) noexcept;
+
 // For core/device_interface.cpp and Storage: a new block of `charged` bytes, and its release.
 void account_allocation(Storage& storage, size_t charged) noexcept;
 void account_release(const Storage& storage) noexcept;

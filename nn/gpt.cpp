@@ -104,10 +104,10 @@ Tensor GPT::forward(const Tensor& idx) {
   Tensor x = drop->forward(add(wte->forward(idx), wpe->forward(pos)));
   for (auto& block : h) {
     if (checkpoint_activations) {
-      auto run = [block](const std::vector<Tensor>& in) { return block->forward(in[0]); };
+      auto run = [block](const std::vector<Tensor>& in) { return (*block)(in[0]); };
       x = checkpoint(run, {x}, dropout_generators(*block));
     } else {
-      x = block->forward(x);
+      x = (*block)(x);  // through its forward hooks (FSDP's gathers)
     }
   }
   return lm_head->forward(ln_f->forward(x));

@@ -33,6 +33,13 @@ Tensor Module::forward(const Tensor&) {
   RG_FAIL(type_name_, ": has no single-input forward(x); call its own forward overload");
 }
 
+Tensor Module::operator()(const Tensor& x) {
+  for (const ForwardPreHook& hook : pre_hooks_) hook(*this);
+  Tensor output = forward(x);
+  for (const ForwardHook& hook : hooks_) hook(*this, output);
+  return output;
+}
+
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_name(type_name_, "parameter", name);
   RG_CHECK(tensor.defined(), type_name_, ": parameter '", name, "' is undefined");

@@ -12,6 +12,7 @@
 //    under one of its names (files written without the duplicate lm_head.weight).
 // Modules are held by std::shared_ptr: auto model = std::make_shared<rg::nn::GPT>(config);
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,7 +38,17 @@ class Module {
   // The single-input forward (layers, Sequential). Modules with other signatures (GPT)
   // add their own overloads; calling this one on them throws.
   virtual Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // forward(x) with the forward hooks around it (PyTorch's module call). Containers that
+  // want their children's hooks to run call children through it (GPT calls its blocks so).
+  Tensor operator()(const Tensor& x);
+
+  // ---- forward hooks (PyTorch's register_forward_pre_hook / register_forward_hook): run by
+  // operator(), in registration order; a pre-hook before forward, a hook after it with the
+  // output. FSDP (nn/fsdp.h) gathers a unit's parameters in one and frees them in the other.
+  using ForwardPreHook = std::function<void(Module& module)>;
+  using ForwardHook = std::function<void(Module& module, const Tensor& output)>;
+  void register_forward_pre_hook(ForwardPreHook hook) { pre_hooks_.push_back(std::move(hook)); }
+  void register_forward_hook(ForwardHook hook) { hooks_.push_back(std::move(hook)); }
 
   // ---- registration; registering a name again replaces the entry (used for weight tying)
   Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
@@ -100,6 +111,8 @@ class Module {
   std::vector<Entry> parameters_;
   std::vector<Entry> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<ForwardPreHook> pre_hooks_;
+  std::vector<ForwardHook> hooks_;
 };
 
 }  // namespace rg::nn

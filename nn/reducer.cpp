@@ -25,7 +25,8 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
            names_.size(), " names");
   RG_CHECK(!params_.empty(), "Reducer: no parameters to reduce");
   RG_CHECK(options_.zero_stage >= 0 && options_.zero_stage <= 2, "Reducer: zero_stage ",
-           options_.zero_stage, " is not supported (0, 1 or 2)");
+           options_.zero_stage,
+           " is not supported (0, 1 or 2); stage 3 is nn::FullyShardedDataParallel (nn/fsdp.h)");
   RG_CHECK(options_.zero_stage == 0 || !options_.gradient_as_bucket_view, "Reducer: zero_stage ",
            options_.zero_stage,
            " cannot keep gradients as bucket views (the buckets hold "

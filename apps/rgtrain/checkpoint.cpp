@@ -47,8 +47,8 @@ std::string without_world(const std::string& config, int64_t* world) {
   const char* fresh = ", or pass --reset-optimizer to start the moments afresh";
   if (r.zero_shards > 0)
     fail(path, ": its optimizer state is sharded into ", r.zero_shards,
-         " files by --zero 1 or 2; resume it with --zero 1 or 2 under rgrun (at any number of "
-         "ranks)",
+         " files by --zero 1, 2 or 3; resume it with --zero 1, 2 or 3 under rgrun (at any "
+         "number of ranks)",
          fresh);
   fail(path, ": its optimizer state is whole (saved without --zero); resume it without --zero",
        fresh);

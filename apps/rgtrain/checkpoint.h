@@ -1,12 +1,13 @@
 // rgtrain's checkpoints: <dir>/ckpt.safetensors holds the model, the optimizer state
 // ("optim." names) and metadata (step, config, data position). Only rank 0 writes it, through
 // an AtomicFile, so the file is always whole; temp files a killed writer left behind are
-// removed at start. With --zero 1 the optimizer state is not in it but in one shard file per
-// rank (zero_checkpoint.h), written before it; its metadata zero_shards=N names them.
+// removed at start. With --zero 1, 2 or 3 the optimizer state is not in it but in one shard file
+// per rank (zero_checkpoint.h), written before it; its metadata zero_shards=N names them.
 //
 // A checkpoint resumes at another world size (same global batch) when the data order does
 // not change with it (resume.cpp checks); the optimizer state must be of the same kind:
-// sharded for --zero 1 under rgrun, whole otherwise (or --reset-optimizer).
+// sharded for --zero 1, 2 or 3 under rgrun, whole otherwise (or --reset-optimizer). Under
+// --zero 3 every rank gathers the weights for rank 0 to write them whole.
 //
 // Fault-injection hook for tests: RG_TEST_HOLD_CHECKPOINT=N makes rank 0 stop inside the
 // save of step N, after the bytes are written and before the rename, printing

@@ -144,8 +144,9 @@ void add_dist_flags(CLI::App& app, Args& a) {
   app.add_option("--bucket-cap-mb", a.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(finite_in(0.0, 1e6));
   app.add_option("--reduce-dtype", a.reduce_dtype,
-                 "dtype of the gradients on the wire under DDP: f32, or bf16 (half the bytes; "
-                 "PyTorch's bf16_compress_hook; the average is cast back to f32)")
+                 "dtype of the gradients on the wire under DDP and --zero 3: f32, or bf16 (half "
+                 "the bytes; PyTorch's bf16_compress_hook; the average is cast back to f32); "
+                 "refused with --zero 1 and 2")
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--no-overlap", a.no_overlap, "all-reduce after backward, not during it");
   app.add_flag("--grad-as-bucket-view", a.grad_view, "gradients are views into the buckets");
@@ -154,8 +155,16 @@ void add_dist_flags(CLI::App& app, Args& a) {
                  "reduce-scattered, parameters all-gathered); 2 also shards the gradients "
                  "(each .grad freed once in its bucket, each bucket kept as this rank's slice "
                  "between steps); each rank saves its optimizer shard beside the checkpoint, "
-                 "and --resume reads them at any world size and either stage")
-      ->check(CLI::Range(0, 2));
+                 "and --resume reads them at any world size and either stage; 3 also shards "
+                 "the parameters (PyTorch's FSDP: each GPT block's weights all-gathered for "
+                 "its forward and again for its backward, gradients reduce-scattered as its "
+                 "backward ends; checkpoints as stages 1 and 2: any stage resumes any)")
+      ->check(CLI::Range(0, 3));
+  app.add_flag("--fsdp", a.fsdp, "the same as --zero 3 (fully sharded data parallel)");
+  app.add_option("--fsdp-reshard-after-forward", a.fsdp_reshard_after_forward,
+                 "--zero 3: free each block's gathered weights after its forward and gather "
+                 "them again for its backward (true), or keep them until its backward (false: "
+                 "more memory, one all-gather fewer per block)");
   app.add_option("--trace", a.trace, "write a Chrome trace (all ranks in one file)");
 }
 
@@ -255,6 +264,9 @@ Args parse_args(int argc, char** argv) {
     fail(e.what(), " (see --help)");
   }
   a.resume = resume_mode(a.resume);
+  if (a.fsdp && a.zero != 0 && a.zero != 3)
+    fail("--fsdp is --zero 3, but --zero ", a.zero, " given");
+  if (a.fsdp) a.zero = 3;
   check_together(a);
   if (!save_config.empty()) {
     try {

@@ -30,7 +30,10 @@ struct Args {
   int64_t eval_every = 250;
   double bucket_cap_mb = 25;
   std::string backend = "tcp";  // --backend: how the ranks talk (tcp: a store; mpi: mpirun's)
-  int zero = 0;                 // --zero: ZeRO stage (1: AdamW state sharded; 2: gradients too)
+  int zero = 0;  // --zero: ZeRO stage (1: AdamW state sharded; 2: gradients too; 3: parameters
+                 // too, nn/fsdp.h); --fsdp is --zero 3
+  bool fsdp = false;
+  bool fsdp_reshard_after_forward = true;  // --zero 3: free each block's weights after forward
   bool no_overlap = false, grad_view = false, verify = false;
   // --resume: "" (off), "always" (the checkpoint must exist) or "auto" (resume when one
   // exists, else start fresh: for rgrun --max-restarts).

@@ -55,6 +55,7 @@ int train_and_report(RunState& s) {
   const TrainSummary sum = train(s);
   if (sum.stopped_early) return 0;
   write_trace(s);
+  if (s.fsdp) s.fsdp->gather_full_parameters();  // collective: the report reads the weights
   if (!s.lead) return 0;
   print_final_report(s, sum.last_loss, now_seconds() - t_start,
                      sum.train_seconds > 0 ? sum.tokens / sum.train_seconds : 0);

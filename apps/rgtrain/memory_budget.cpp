@@ -45,18 +45,36 @@ struct Cost {
   double at(int64_t m) const { return fixed + intercept + double(m) * slope; }
 };
 
+double parameter_bytes(const RunState& s, const rg::nn::Module& model) {
+  double bytes = 0;
+  for (const rg::Tensor& p : model.parameters())
+    bytes += double(rg::device_interface(s.device.type).block_bytes(p.storage()->nbytes));
+  return bytes;
+}
+
+// Weights, optimizer state and buckets. Under --zero 3 the shards of weights, gradients and
+// state (1/N each) and two gathered blocks (the one computing and the one prefetched); the
+// dry runs' unsharded gradients then overcount (a few blocks' worth is what ZeRO-3 holds).
+double fixed_bytes(const RunState& s, rg::nn::Module& model, double state) {
+  const Args& a = s.args;
+  const double weights = parameter_bytes(s, model);
+  if (a.zero == 3 && s.world > 1) {
+    auto* gpt = dynamic_cast<rg::nn::GPT*>(&model);
+    const double block = gpt && !gpt->h.empty() ? parameter_bytes(s, *gpt->h[0]) : weights;
+    return weights * (2 + state) / double(s.world) + 2 * block;
+  }
+  const double buckets = s.world > 1 && !a.grad_view ? 1 : 0;
+  return weights * (1 + state + buckets);
+}
+
 Cost measure(RunState& s) {
   const Args& a = s.args;
   auto model = make_model(a, s.vocab, s.context);
   model->to(s.device);
-  double weights = 0;
-  for (const rg::Tensor& p : model->parameters())
-    weights += double(rg::device_interface(s.device.type).block_bytes(p.storage()->nbytes));
   const double state = a.optimizer == "adamw" ? 2 : (a.optimizer == "sgd" ? 1 : 0);
-  const double buckets = s.world > 1 && !a.grad_view ? 1 : 0;
   const double one = dry_run_peak(s, *model, 1), two = dry_run_peak(s, *model, 2);
   Cost c;
-  c.fixed = weights * (1 + state + buckets);
+  c.fixed = fixed_bytes(s, *model, state);
   c.slope = std::max(0.0, two - one);
   c.intercept = one - c.slope;
   return c;

@@ -6,7 +6,8 @@
 // give the peak bytes above the weights as intercept + m * slope (the intercept holds the
 // gradients and the per-step temporaries, the slope one example's activations). The weights,
 // the optimizer state (AdamW: 2 per weight, SGD: 1) and, under DDP, the buckets are counted
-// from the parameter bytes. The pick is the largest divisor m of the per-rank batch with
+// from the parameter bytes (under --zero 3: 1/N of weights, gradients and state, plus two
+// gathered blocks). The pick is the largest divisor m of the per-rank batch with
 // weights + state + buckets + intercept + m * slope <= budget; under DDP, the smallest pick
 // of all ranks.
 #pragma once

@@ -8,6 +8,7 @@
 #include "apps/rgtrain/util.h"
 #include "data/read_file.h"
 #include "nn/gpt_metadata.h"
+#include "nn/optim/fsdp_adamw.h"
 #include "nn/optim/zero_adamw.h"
 
 namespace rgtrain {
@@ -116,6 +117,12 @@ std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
   return std::make_unique<rg::optim::ZeroAdamW>(ddp, groups, adamw_options(a));
 }
 
+std::unique_ptr<rg::optim::Optimizer> make_fsdp_optimizer(const Args& a,
+                                                          rg::nn::FullyShardedDataParallel& fsdp) {
+  auto groups = rg::optim::decay_groups(fsdp.module(), rg::optim::parse_no_decay(a.no_decay));
+  return std::make_unique<rg::optim::FsdpAdamW>(fsdp, groups, adamw_options(a));
+}
+
 void check_zero_flags(const Args& a) {
   if (a.zero == 0) return;
   if (a.optimizer != "adamw")
@@ -133,9 +140,25 @@ double estimate_parameters(const Args& a, int64_t vocab, int64_t context) {
   return L * block + V * C + double(context) * C + 2 * C;
 }
 
+namespace {
+// Per-rank copies of every parameter: weights, gradients, optimizer state, DDP buckets. Under
+// --zero 3 (at world > 1) the shards of the first three (1/N each) plus one block's
+// transient buffers times four (two gathered blocks with prefetch, one block's .grad and its
+// flat gradient), or, while the model is built whole before it is sharded, one whole copy
+// and one block.
+double parameter_copies(const Args& a, int64_t world, double parameters) {
+  const double optimizer = a.optimizer == "adamw" ? 2 : 1;
+  if (a.zero < 3 || world == 1) return 2 + optimizer + (world > 1 ? 1 : 0);
+  const double C = double(a.width);
+  // An MLP has no Block: all of it is the root unit.
+  const double block = a.model == "mlp" ? parameters : 12 * C * C + 13 * C;
+  const double block_share = std::min(1.0, block / std::max(parameters, 1.0));
+  return std::max(1 + block_share, (2 + optimizer) / double(world) + 4 * block_share);
+}
+}  // namespace
+
 void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world) {
-  // Copies of every parameter: weights, gradients, optimizer state, DDP buckets.
-  const double copies = 2 + (a.optimizer == "adamw" ? 2 : 1) + (world > 1 ? 1 : 0);
+  const double copies = parameter_copies(a, world, estimate_parameters(a, vocab, context));
   const double element = a.precision == "f64" ? 8 : 4;
   const double bytes = estimate_parameters(a, vocab, context) * element * copies;
   const double cap = a.max_model_memory_gib > 0 ? a.max_model_memory_gib * (1ull << 30)

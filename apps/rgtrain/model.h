@@ -6,6 +6,7 @@
 
 #include "apps/rgtrain/config.h"
 #include "nn/ddp.h"
+#include "nn/fsdp.h"
 #include "nn/nn.h"
 #include "nn/safetensors.h"
 #include "ringgrad.h"
@@ -17,6 +18,9 @@ std::unique_ptr<rg::optim::Optimizer> make_optimizer(const Args& a, rg::nn::Modu
 // --zero 1: ZeroAdamW over the DDP's buckets, with make_optimizer's groups and options.
 std::unique_ptr<rg::optim::Optimizer> make_zero_optimizer(const Args& a,
                                                           rg::nn::DistributedDataParallel& ddp);
+// --zero 3: FsdpAdamW over the FSDP's shards, with make_optimizer's groups and options.
+std::unique_ptr<rg::optim::Optimizer> make_fsdp_optimizer(const Args& a,
+                                                          rg::nn::FullyShardedDataParallel& fsdp);
 // UsageError unless --zero's flags fit together (adamw, no bucket views).
 void check_zero_flags(const Args& a);
 

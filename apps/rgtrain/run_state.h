@@ -13,6 +13,7 @@
 #include "dist/process_group.h"
 #include "dist/trace.h"
 #include "nn/ddp.h"
+#include "nn/fsdp.h"
 #include "nn/nn.h"
 #include "nn/safetensors.h"
 #include "ringgrad.h"
@@ -36,6 +37,9 @@ struct RunState {
   rg::nn::SafetensorsMetadata model_md;  // its shape (model_metadata), checked and saved
   std::unique_ptr<rg::optim::Optimizer> opt;
   std::unique_ptr<rg::nn::DistributedDataParallel> ddp;
+  // --zero 3 under rgrun, instead of ddp: between steps the model's weights hold no memory
+  // (with_full_parameters gathers them for whoever reads them).
+  std::unique_ptr<rg::nn::FullyShardedDataParallel> fsdp;
   std::shared_ptr<rg::dist::TraceRecorder> trace;  // set with --trace
 
   std::string config;                        // what a checkpoint must match to be resumed
@@ -48,5 +52,14 @@ struct RunState {
 
 // Builds the run; throws UsageError or rg::Error before any training step.
 RunState setup(const Args& a);
+
+// Runs fn with the model's whole weights readable: under --zero 3 every rank must call it
+// (the gather is collective), and the weights are freed again after fn.
+template <typename Fn>
+void with_full_parameters(RunState& s, Fn&& fn) {
+  if (s.fsdp) s.fsdp->gather_full_parameters();
+  fn();
+  if (s.fsdp) s.fsdp->reshard();
+}
 
 }  // namespace rgtrain

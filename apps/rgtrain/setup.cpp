@@ -126,7 +126,15 @@ void build_model(RunState& s) {
 void wrap_ddp(RunState& s) {
   const Args& a = s.args;
   if (!a.trace.empty()) s.trace = std::make_shared<rg::dist::TraceRecorder>(shared_origin(s));
-  if (s.group) {
+  if (s.group && a.zero == 3) {
+    rg::nn::FSDPOptions o;
+    o.reshard_after_forward = a.fsdp_reshard_after_forward;
+    o.trace = s.trace;
+    if (a.reduce_dtype == "bf16") o.reduce_dtype = rg::DType::bf16;
+    s.fsdp = std::make_unique<rg::nn::FullyShardedDataParallel>(s.model, *s.group, o);
+    s.opt = make_fsdp_optimizer(a, *s.fsdp);  // needs the FSDP's shards
+    resume_optimizer(s);
+  } else if (s.group) {
     rg::nn::DDPOptions o;
     o.bucket_cap_mb = a.bucket_cap_mb;
     o.overlap = !a.no_overlap;
@@ -140,8 +148,10 @@ void wrap_ddp(RunState& s) {
       resume_optimizer(s);
     }
   }
-  // After DDP's broadcast every rank holds rank 0's weights.
-  for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
+  // After DDP's (or FSDP's) broadcast every rank holds rank 0's weights.
+  with_full_parameters(s, [&] {
+    for (auto& p : s.model->parameters()) s.initial.push_back(p.detach().clone());
+  });
 }
 
 void build(RunState& s) {
@@ -165,7 +175,7 @@ void build(RunState& s) {
     split_batch(s);
   }
   check_zero_flags(a);
-  if (a.zero >= 1 && a.reduce_dtype == "bf16")
+  if ((a.zero == 1 || a.zero == 2) && a.reduce_dtype == "bf16")
     fail("--reduce-dtype bf16 cannot be combined with --zero ", a.zero,
          " (its reduce-scatter is f32)");
   build_model(s);

@@ -86,7 +86,9 @@ StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& m
     const auto start = Clock::now();
     const bool last = k + 1 == micro_batches.size();
     auto guard = (c.ddp && !last) ? c.ddp->no_sync() : rg::nn::NoSyncGuard();
+    auto fsdp_guard = (c.fsdp && !last) ? c.fsdp->no_sync() : rg::nn::FsdpNoSyncGuard();
     if (c.ddp) c.ddp->pre_forward();
+    if (c.fsdp) c.fsdp->pre_forward();  // gathers the root unit; each block gathers its own
     rg::Tensor loss;
     in_phase(c.memory, StepPhase::forward,
              [&] { loss = micro_batch_loss(c, micro_batches[k], denom); });

@@ -16,6 +16,7 @@
 #include "dist/process_group.h"
 #include "dist/trace.h"
 #include "nn/ddp.h"
+#include "nn/fsdp.h"
 #include "nn/nn.h"
 #include "ringgrad.h"
 
@@ -24,7 +25,7 @@ namespace rgtrain {
 struct StepContext {
   rg::nn::Module& model;
   rg::optim::Optimizer& opt;
-  rg::nn::DistributedDataParallel* ddp;  // null: a single process
+  rg::nn::DistributedDataParallel* ddp;  // null: a single process (or --zero 3)
   const rg::data::Dataset& data;
   rg::Device device;
   double clip = 0;  // 0: no clipping
@@ -34,6 +35,7 @@ struct StepContext {
   rg::dist::ProcessGroup* group = nullptr;  // averages the printed loss over the ranks
   MemoryReport* memory = nullptr;           // when set, the step's phases are measured into it
   bool autocast = false;                    // --precision bf16: the forward under autocast
+  rg::nn::FullyShardedDataParallel* fsdp = nullptr;  // --zero 3 under rgrun (then ddp is null)
 };
 
 struct StepResult {

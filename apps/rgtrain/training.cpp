@@ -21,6 +21,7 @@ StepContext context_of(RunState& s) {
   StepContext c{*s.model,    *s.opt,        s.ddp.get(), *s.data.train,           s.device,
                 s.args.clip, s.trace.get(), int(s.rank), !s.args.allow_nonfinite, s.group.get()};
   c.autocast = s.args.autocast_bf16();
+  c.fsdp = s.fsdp.get();
   return c;
 }
 
@@ -34,23 +35,27 @@ StepResult run_step(RunState& s, StepContext& c, int64_t step) {
   return train_step(c, micro, denom, s.lr_of(step));
 }
 
-// Every rank: with a sharded optimizer state (--zero 1) each writes its shard first
-// (collective); then rank 0 commits the ckpt that names them.
+// Every rank: with a sharded optimizer state (--zero 1, 2, 3) each writes its shard first
+// (collective); then rank 0 commits the ckpt that names them, with the whole weights (under
+// --zero 3 gathered for it by every rank).
 void save(RunState& s, int64_t step) {
   if (s.ckpt_path.empty()) return;
   const bool sharded = s.opt->state_is_sharded();
   if (sharded) save_zero_shard(s.ckpt_path, *s.opt, step, *s.group);
-  if (!s.lead) return;
-  save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
-                  {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
-                  sharded ? s.world : 0);
+  with_full_parameters(s, [&] {
+    if (!s.lead) return;
+    save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
+                    {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
+                    sharded ? s.world : 0);
+  });
 }
 
 }  // namespace
 
 void check_finite(RunState& s, int64_t step, double loss, double grad_norm) {
   if (s.args.allow_nonfinite) return;
-  const std::string bad = first_nonfinite_parameter(*s.model);
+  std::string bad;  // every rank calls this at the same steps (loss and norm are global)
+  with_full_parameters(s, [&] { bad = first_nonfinite_parameter(*s.model); });
   if (std::isfinite(loss) && std::isfinite(grad_norm) && bad.empty()) return;
   const std::string bad_grad = bad.empty() ? first_nonfinite_parameter(*s.model, true) : "";
   const std::string values = !bad.empty()        ? "first non-finite parameter " + bad
@@ -107,8 +112,10 @@ TrainSummary train(RunState& s) {
       rep.comm_seconds = s.ddp->reducer().stats().comm_seconds;
       rep.hidden_seconds = s.ddp->reducer().stats().hidden_seconds;
     }
-    if (s.lead && s.data.addition && a.eval_every > 0 && done % a.eval_every == 0 && done < a.steps)
-      rep.held_out_accuracy = held_out_accuracy(s, 500);
+    if (s.data.addition && a.eval_every > 0 && done % a.eval_every == 0 && done < a.steps)
+      with_full_parameters(s, [&] {  // collective under --zero 3; rank 0 evaluates
+        if (s.lead) rep.held_out_accuracy = held_out_accuracy(s, 500);
+      });
     if (s.lead) {
       rep.eta_seconds = sum.train_seconds / double(done - s.start_step) * double(a.steps - done);
       print_progress(rep, a.print_every, tty);

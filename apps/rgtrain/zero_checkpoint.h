@@ -1,5 +1,6 @@
-// --zero 1 checkpoints: the optimizer's state is sharded (Optimizer::state_is_sharded; for
-// ZeroAdamW, pieces of the moments keyed independently of the world size), so every rank
+// --zero 1, 2 and 3 checkpoints: the optimizer's state is sharded (Optimizer::state_is_sharded;
+// for ZeroAdamW and FsdpAdamW, pieces of the moments keyed independently of the world size and
+// the stage, nn/optim/moment_pieces.h), so every rank
 // writes its own state_dict() into
 //   <dir>/optim-step-<S>-shard-<r>-of-<N>.safetensors
 // through an AtomicFile, with metadata step=S, zero_shard=r, zero_shards=N. The model file

@@ -1,5 +1,6 @@
 // AdamW (see nn/optim/adamw.h): state bookkeeping, and the parameters grouped into
-// multi-tensor kernel calls (one per device, dtype, weight decay and step count).
+// multi-tensor kernel calls (one per device, dtype, weight decay and step count), and the
+// decay groups of the sharded optimizers.
 #include "nn/optim/adamw.h"
 
 #include <cmath>
@@ -113,6 +114,15 @@ void AdamW::load_state_dict(const nn::StateDict& dict) {
     state_[i].exp_avg_sq = load("exp_avg_sq");
     tag_optimizer_state({state_[i].exp_avg, state_[i].exp_avg_sq});
   }
+}
+
+void add_to_decay_group(std::vector<DecayGroup>& groups, double weight_decay, AdamWTensors set) {
+  for (DecayGroup& g : groups)
+    if (g.weight_decay == weight_decay && g.sets[0].param.dtype() == set.param.dtype()) {
+      g.sets.push_back(std::move(set));
+      return;
+    }
+  groups.push_back({weight_decay, {std::move(set)}});
 }
 
 }  // namespace rg::optim

@@ -47,4 +47,13 @@ class AdamW : public Optimizer {
   std::vector<State> state_;
 };
 
+// The pieces of one adamw_multi call, for optimizers that update slices of flat shards
+// (ZeroAdamW, FsdpAdamW): one call per weight decay and dtype.
+struct DecayGroup {
+  double weight_decay;
+  std::vector<AdamWTensors> sets;
+};
+// Adds `set` to the group of its weight decay and dtype, or starts one.
+void add_to_decay_group(std::vector<DecayGroup>& groups, double weight_decay, AdamWTensors set);
+
 }  // namespace rg::optim

@@ -115,13 +115,7 @@ void ZeroAdamW::update_shard(Shard& shard, std::vector<DecayGroup>& groups) {
                      dist::flat_slice(gradient, s.shard_offset, s.length),
                      dist::flat_slice(shard.exp_avg, s.shard_offset, s.length),
                      dist::flat_slice(shard.exp_avg_sq, s.shard_offset, s.length)};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const DecayGroup& g) {
-      return g.weight_decay == s.weight_decay && g.sets[0].param.dtype() == set.param.dtype();
-    });
-    if (it == groups.end())
-      groups.push_back({s.weight_decay, {std::move(set)}});
-    else
-      it->sets.push_back(std::move(set));
+    add_to_decay_group(groups, s.weight_decay, std::move(set));
   }
 }
 

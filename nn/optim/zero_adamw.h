@@ -46,7 +46,8 @@ class ZeroAdamW : public Optimizer {
   int64_t shard_numel() const;
   int64_t steps() const { return step_; }
   // A sharded checkpoint: this rank's pieces of the moments, keyed by parameter and element
-  // offset so that they do not depend on the world size or the buckets: "step" and
+  // offset so that they do not depend on the world size or the buckets
+  // (nn/optim/moment_pieces.h; FsdpAdamW at ZeRO-3 reads and writes the same): "step" and
   // "piece.{param}.{offset}.exp_avg" / ".exp_avg_sq" (param: index in the DDP's parameters,
   // offset: first element in the flattened parameter). The union of every rank's dict
   // (merge_state_dicts) describes the whole state.
@@ -80,15 +81,10 @@ class ZeroAdamW : public Optimizer {
   void plan_shards(const std::vector<double>& weight_decays);
   std::vector<double> weight_decay_per_param() const;
   Tensor gradient_shard(const Shard& shard) const;
-  struct DecayGroup {  // the pieces of one adamw_multi call
-    double weight_decay;
-    std::vector<AdamWTensors> sets;
-  };
   void update_shard(Shard& shard, std::vector<DecayGroup>& groups);
   void update_shards();
   Tensor gather_buffer(size_t bucket) const;
   void gather_parameters();
-  void load_segment(const nn::StateDict& dict, const Segment& segment, Shard& shard);
 
   nn::Reducer& reducer_;
   std::vector<Shard> shards_;

@@ -88,6 +88,13 @@ R2=("${TINY[@]}" --steps 5)
 if compare "$TMP/r32.jsonl" "$TMP/r16.jsonl" 5 1e-2; then
   ok "2 ranks, --reduce-dtype bf16: follows the f32 all-reduce"
 else bad "2 ranks, --reduce-dtype bf16: $(tail -2 "$TMP/r16.out")"; fi
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${R2[@]}" --zero 3 --metrics "$TMP/z32.jsonl" \
+  >/dev/null 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${R2[@]}" --zero 3 --precision bf16 --reduce-dtype bf16 \
+  --metrics "$TMP/z16.jsonl" >"$TMP/z16.out" 2>&1
+if compare "$TMP/z32.jsonl" "$TMP/z16.jsonl" 5 1e-2; then
+  ok "2 ranks, --zero 3 --precision bf16 --reduce-dtype bf16: follows the f32 --zero 3 run"
+else bad "2 ranks, --zero 3 --reduce-dtype bf16: $(tail -2 "$TMP/z16.out")"; fi
 "$RGTRAIN" "${TINY[@]}" --steps 1 --zero 1 --reduce-dtype bf16 >"$TMP/out" 2>"$TMP/err"
 if [ $? -ne 0 ] && grep -q "^rgtrain: error: --reduce-dtype bf16 cannot be combined with --zero 1" "$TMP/err"; then
   ok "--reduce-dtype bf16 with --zero 1 is refused"

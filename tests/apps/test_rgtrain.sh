@@ -223,7 +223,8 @@ check_bad "--zero 1 with sgd" "${TINY[@]}" --steps 1 --zero 1 --optimizer sgd
 check_bad "--resume of a --zero 1 checkpoint in one process" "${TINY[@]}" --steps 4 --zero 1 \
   --checkpoint "$TMP/zero2" --resume
 grep -q "sharded into 2 files by --zero 1" "$TMP/err" || bad "names the sharded optimizer state"
-check_bad "--zero 3" "${TINY[@]}" --steps 1 --zero 3
+check_bad "--zero 4" "${TINY[@]}" --steps 1 --zero 4
+check_bad "--fsdp with --zero 1" "${TINY[@]}" --steps 1 --fsdp --zero 1
 
 # --zero 2 under rgrun (gradients sharded too): --verify against one process in f64 to 1e-12.
 "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${TINY[@]}" --steps 4 --clip 0.5 --zero 2 --verify \
@@ -235,6 +236,46 @@ sys.exit(0 if m and float(m.group(1)) <= 1e-12 else 1)
 PY
 then ok "--zero 2 under rgrun: --verify equals one process (f64, <= 1e-12)"
 else bad "--zero 2 --verify: $(tail -3 "$TMP/zero2v.out")"; fi
+
+# --zero 3 (FSDP) under rgrun: --verify against one process in f64 to 1e-12, with 2
+# micro-batches per rank (no_sync accumulation), with the blocks kept after forward too, and
+# with activation checkpointing (the recomputation gathers each block again).
+ACCUM2=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
+        --eval-every 0 --warmup 2)
+for extra in "--fsdp-reshard-after-forward true" "--fsdp-reshard-after-forward false" \
+  "--checkpoint-activations"; do
+  # shellcheck disable=SC2086  # $extra is two words or one
+  "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ACCUM2[@]}" --steps 4 --clip 0.5 --zero 3 --verify \
+    $extra --precision f64 >"$TMP/zero3v.out" 2>&1
+  if python3 - "$TMP/zero3v.out" <<'PY'
+import re, sys
+m = re.search(r"verify: max \|param difference\| = (\S+)", open(sys.argv[1]).read())
+sys.exit(0 if m and float(m.group(1)) <= 1e-12 else 1)
+PY
+  then ok "--zero 3 $extra under rgrun: --verify equals one process (f64, <= 1e-12)"
+  else bad "--zero 3 --verify: $(tail -3 "$TMP/zero3v.out")"; fi
+done
+
+# --zero 3 --trace: each block's all-gather and reduce-scatter on the comm lane, and the
+# second block's all-gather (prefetched as the first block starts) overlapping the first
+# block's forward on the compute lane of the same rank: it was issued before that forward
+# began, so this holds by program order, not by timing.
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" --layers 2 --heads 2 --width 16 --digits 1 \
+  --global-batch 8 --micro-batch 2 --threads 1 --eval-every 0 --steps 2 --zero 3 \
+  --trace "$TMP/z3.json" >"$TMP/z3trace.out" 2>&1
+if python3 - "$TMP/z3.json" <<'PY'
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+def spans(name):
+    return [e for e in events if e["name"] == name and e["pid"] == 0]
+forwards, gathers = spans("forward transformer.h.0"), spans("all-gather transformer.h.1")
+overlap = any(g["ts"] <= f["ts"] < g["ts"] + g["dur"] or f["ts"] <= g["ts"] < f["ts"] + f["dur"]
+              for f in forwards for g in gathers)
+ok = forwards and overlap and spans("reduce-scatter transformer.h.0") and spans("backward transformer.h.1")
+sys.exit(0 if ok else 1)
+PY
+then ok "--zero 3 --trace: the prefetched all-gather of block 1 overlaps block 0's forward"
+else bad "--zero 3 --trace: $(tail -3 "$TMP/z3trace.out")"; fi
 
 # The printed and recorded loss is the global batch's mean: world 1 and 2 agree (same weights
 # at step 1; later steps differ only by the rounding of the gradient average).
@@ -287,7 +328,7 @@ else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
 # shards; every .grad freed) and no bucket buffers before the first backward.
 MEM=(--layers 2 --heads 4 --width 128 --digits 1 --global-batch 8 --micro-batch 4 --threads 1
      --eval-every 0 --steps 2 --memory-report)
-for z in 1 2; do
+for z in 0 1 2 3; do
   "$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${MEM[@]}" --zero $z >"$TMP/memz$z.out" 2>&1
 done
 if python3 - "$TMP/memz1.out" "$TMP/memz2.out" <<'PY'
@@ -303,6 +344,49 @@ sys.exit(0 if z1[2] > 1 and z2[2] <= 0.6 * z1[2] and buckets2[0] == 0 else 1)
 PY
 then ok "--memory-report: --zero 2 holds about half --zero 1's gradient bytes at 2 ranks"
 else bad "--zero 2 memory report: $(cat "$TMP/memz1.out" "$TMP/memz2.out")"; fi
+# --zero 3 at 2 ranks: in the optimizer phase about half plain DDP's parameter, gradient and
+# optimizer-state bytes (every rank keeps its shards only), and no bucket at all.
+if python3 - "$TMP/memz0.out" "$TMP/memz3.out" <<'PY'
+import re, sys
+def row(path, name):
+    for line in open(path):
+        m = re.match(r"^\[rank 0\] " + name + r"\s+(\S+)\s+(\S+)\s+(\S+)$", line.rstrip())
+        if m: return [float(x) for x in m.groups()]
+names = ["parameters", "gradients", "optimizer state"]
+z1, z3 = [[row(p, n)[2] for n in names] for p in sys.argv[1:]]
+buckets3 = row(sys.argv[2], "buckets")
+print("optimizer phase", names, "DDP", z1, "--zero 3", z3, "buckets --zero 3", buckets3)
+ok = all(a > 1 and b <= 0.6 * a for a, b in zip(z1, z3)) and buckets3 == [0, 0, 0]
+sys.exit(0 if ok else 1)
+PY
+then ok "--memory-report: --zero 3 holds about half DDP's parameter, gradient and optimizer bytes at 2 ranks"
+else bad "--zero 3 memory report: $(cat "$TMP/memz0.out" "$TMP/memz3.out")"; fi
+
+# --max-model-memory at 4 ranks: a 4x64 GPT (2.0e5 parameters) whose DDP run needs 0.00375 GiB
+# (weights, gradients, AdamW state, buckets) is refused under a 0.0025 GiB cap, and its
+# --zero 3 run (1/4 of those plus a block's gathers) trains under the same cap.
+CAP=(--layers 4 --heads 4 --width 64 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
+     --eval-every 0 --steps 1 --max-model-memory 0.0025)
+"$RGRUN" --nproc-per-node 4 -- "$RGTRAIN" "${CAP[@]}" >"$TMP/cap0.out" 2>&1
+cap0=$?
+"$RGRUN" --nproc-per-node 4 -- "$RGTRAIN" "${CAP[@]}" --zero 3 >"$TMP/cap3.out" 2>&1
+cap3=$?
+if [ $cap0 -ne 0 ] && grep -q "needs 0.00375 GiB for weights, gradients and optimizer state" \
+     "$TMP/cap0.out" && [ $cap3 -eq 0 ] && grep -q "final loss" "$TMP/cap3.out"; then
+  ok "--max-model-memory: the DDP run is refused at 4 ranks, the --zero 3 run trains under the same cap"
+else bad "--max-model-memory with --zero 3: $(tail -2 "$TMP/cap0.out") $(tail -2 "$TMP/cap3.out")"; fi
+
+# --memory-budget under --zero 3 (2 ranks) counts 1/2 of weights, gradients and AdamW state
+# plus two gathered blocks: the budget that leaves DDP a micro-batch of 1 fits all 8.
+ZBUDGET=(--layers 2 --heads 4 --width 64 --digits 1 --global-batch 16 --threads 1 --eval-every 0
+         --warmup 2 --steps 2 --memory-budget 2MiB)
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ZBUDGET[@]}" >"$TMP/zb0.out" 2>&1
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" "${ZBUDGET[@]}" --zero 3 >"$TMP/zb3.out" 2>&1
+if grep -q "micro-batch 1 of 8 per rank" "$TMP/zb0.out" &&
+   grep -q "micro-batch 8 of 8 per rank .*accumulation 1$" "$TMP/zb3.out" &&
+   grep -q "final loss" "$TMP/zb3.out"; then
+  ok "--memory-budget 2MiB at 2 ranks: micro-batch 1 under DDP, 8 under --zero 3 (which trains)"
+else bad "--memory-budget with --zero 3: $(grep -h memory-budget "$TMP/zb0.out" "$TMP/zb3.out")"; fi
 
 # --memory-budget: two budgets pick different micro-batches (8 and 2 of the 8 per rank) and give
 # the same weights after 3 steps to 1e-10 in f64 (--precision f64); the run with the picked

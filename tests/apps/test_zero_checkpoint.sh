@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rgtrain --zero 1 (and 2) checkpoints under rgrun: each rank saves its optimizer shard beside
+# rgtrain --zero 1 (and 2, 3) checkpoints under rgrun: each rank saves its optimizer shard beside
 # ckpt.safetensors, and --resume reads them. A 2-rank run stopped after step 4 and resumed to
 # step 8 equals the uninterrupted 8-step run bit for bit (weights and shards); resumed at 1 or
 # 4 ranks it equals it to 1e-10 in f64 (measured ~4e-14: the sums run in another order), far
@@ -63,6 +63,39 @@ if "$RGTRAIN" --compare "$TMP/z8/ckpt.safetensors" "$TMP/s2/ckpt.safetensors" &&
    cmp "$(shard "$TMP/z8" 8 1 2)" "$(shard "$TMP/s2" 8 1 2)"; then
   ok "a --zero 1 checkpoint resumed with --zero 2 at 2 ranks == uninterrupted (bit for bit)"
 else bad "--zero 2 resume differs: $(ls "$TMP/s2")"; fi
+
+# --zero 3 (FSDP) checkpoints: the same shard files (FsdpAdamW saves ZeroAdamW's pieces) and
+# the whole weights in ckpt.safetensors. Stopped after step 4 and resumed at 2 ranks: bit for
+# bit the uninterrupted --zero 3 run; at 1 and 4 ranks, and the --zero 1 checkpoint resumed
+# with --zero 3: equal to 1e-10 (f64). The uninterrupted --zero 3 run equals --zero 1's too.
+z3run() {  # z3run RANKS FLAGS...: rgtrain --zero 3 under rgrun
+  local n=$1
+  shift
+  "$RGRUN" --nproc-per-node "$n" -- "$RGTRAIN" "${BASE[@]}" --zero 3 "$@"
+}
+z3run 2 --checkpoint "$TMP/f8" >"$TMP/f8.out" 2>&1 || bad "--zero 3: 8 steps: $(tail -3 "$TMP/f8.out")"
+z3run 2 --checkpoint "$TMP/f4" --checkpoint-every 4 --stop-after 4 >"$TMP/f4.out" 2>&1
+cp -r "$TMP/f4" "$TMP/fr2"
+z3run 2 --checkpoint "$TMP/fr2" --resume >"$TMP/fr2.out" 2>&1 || bad "--zero 3 resume at 2: $(tail -3 "$TMP/fr2.out")"
+if [ -f "$(shard "$TMP/f4" 4 1 2)" ] &&
+   "$RGTRAIN" --compare "$TMP/f8/ckpt.safetensors" "$TMP/fr2/ckpt.safetensors" &&
+   cmp "$(shard "$TMP/f8" 8 0 2)" "$(shard "$TMP/fr2" 8 0 2)" &&
+   cmp "$(shard "$TMP/f8" 8 1 2)" "$(shard "$TMP/fr2" 8 1 2)"; then
+  ok "--zero 3 saves a shard per rank; resumed at 2 ranks == uninterrupted (bit for bit)"
+else bad "--zero 3 resume at 2 ranks differs: $(ls "$TMP/fr2") $(tail -3 "$TMP/fr2.out")"; fi
+for n in 1 4; do
+  cp -r "$TMP/f4" "$TMP/fr$n"
+  z3run $n --checkpoint "$TMP/fr$n" --resume >"$TMP/fr$n.out" 2>&1 || bad "--zero 3 resume at $n"
+  if weights_differ_by "$TMP/f8/ckpt.safetensors" "$TMP/fr$n/ckpt.safetensors" 0 1e-10; then
+    ok "--zero 3: the 2-rank checkpoint resumed at $n rank(s) == uninterrupted (f64, 1e-10)"
+  else bad "--zero 3 resume at $n ranks: $(ls "$TMP/fr$n") $(tail -3 "$TMP/fr$n.out")"; fi
+done
+cp -r "$TMP/z4" "$TMP/z1to3"
+z3run 2 --checkpoint "$TMP/z1to3" --resume >"$TMP/z1to3.out" 2>&1 || bad "--zero 1 -> 3 resume"
+if weights_differ_by "$TMP/z8/ckpt.safetensors" "$TMP/z1to3/ckpt.safetensors" 0 1e-10 &&
+   weights_differ_by "$TMP/z8/ckpt.safetensors" "$TMP/f8/ckpt.safetensors" 0 1e-10; then
+  ok "a --zero 1 checkpoint resumed with --zero 3 == uninterrupted --zero 1 == uninterrupted --zero 3 (f64, 1e-10)"
+else bad "--zero 1 -> 3: $(tail -3 "$TMP/z1to3.out")"; fi
 
 # Resume the 2-rank checkpoint at 1 and at 4 ranks; the shards of world 2 go after the commit.
 for n in 1 4; do

@@ -90,7 +90,8 @@ else
   expect_error "$allreduce" "was not built" --baseline mpi --backend tcp
 fi
 
-expect_help "$ddp" layers width steps --backend --bucket-cap-mb
+expect_help "$ddp" layers width steps --backend --bucket-cap-mb --zero
+expect_error "$ddp" "--zero" --zero 2
 expect_error "$ddp" "width" 4 abc
 expect_error "$ddp" "--backend" --backend carrier-pigeon
 # --backend mpi outside mpirun (or in a build without MPI) says what it needs.
@@ -111,6 +112,10 @@ for backend in threads tcp; do
     "all-reduce per step" "bucket_cap_mb sweep" "gradient_as_bucket_view"; do
     grep -qF -- "$part" <<<"$ddp_out" || fail "ddp 1 16 1 --backend $backend prints no '$part' line"
   done
+  ddp_out=$("$ddp" 1 16 1 --backend "$backend" --zero 3 --rounds 1 2>&1)
+  ddp_rc=$?
+  [ "$ddp_rc" -eq 0 ] || fail "ddp 1 16 1 --backend $backend --zero 3 exited $ddp_rc: $ddp_out"
+  grep -qF -- "medians: DDP " <<<"$ddp_out" || fail "ddp --zero 3 --backend $backend prints no medians"
 done
 
 # bench/simulate (the model of docs/scale.md): its flags, and the GPT-2 prediction's tables.

@@ -58,6 +58,8 @@ struct RankResult {
 // Building blocks, shared with the Join tests (join_training.h).
 std::shared_ptr<nn::Module> make_model(const Setup& s, uint64_t seed);
 std::unique_ptr<optim::Optimizer> make_optimizer(const Setup& s, std::vector<Tensor> params);
+// The AdamW settings of the "adamw" runs (lr 1e-2, weight decay 0.1).
+optim::AdamWOptions adamw_options();
 // n examples (inputs, targets) of the setup's model, some targets ignored so that counting
 // them matters; the same seed gives the same batch.
 std::pair<Tensor, Tensor> random_batch(const Setup& s, int64_t n, uint64_t seed);

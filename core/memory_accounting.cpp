@@ -7,6 +7,12 @@
 #include <utility>
 
 namespace rg {
+
+size_t MemoryCategoryStats::model_state() const {
+  return at(MemoryCategory::parameters) + at(MemoryCategory::gradients) +
+         at(MemoryCategory::optimizer_state);
+}
+
 namespace {
 
 constexpr int kMaxDeviceIndex = 64;  // devices above this index are not counted
@@ -18,6 +24,7 @@ struct Counters {
     stats.total += bytes;
     stats.peak[category] = std::max(stats.peak[category], stats.current[category]);
     stats.peak_total = std::max(stats.peak_total, stats.total);
+    stats.peak_model_state = std::max(stats.peak_model_state, stats.model_state());
   }
   void remove(int category, size_t bytes) {
     stats.current[category] -= bytes;
@@ -124,6 +131,7 @@ void reset_peak_memory_stats(Device device) {
   std::lock_guard<std::mutex> lock(accounts().mutex);
   counters->stats.peak = counters->stats.current;
   counters->stats.peak_total = counters->stats.total;
+  counters->stats.peak_model_state = counters->stats.model_state();
 }
 
 }  // namespace rg

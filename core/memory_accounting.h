@@ -17,6 +17,11 @@ struct MemoryCategoryStats {
   std::array<size_t, kMemoryCategories> peak{};     // per category, since the last reset
   size_t total = 0;                                 // sum of `current`
   size_t peak_total = 0;                            // high-water mark of `total` since the reset
+  // High-water mark of parameters + gradients + optimizer state together (the model's state,
+  // what ZeRO shards), since the reset: the real peak of the sum, which the sum of those three
+  // categories' peaks only bounds.
+  size_t peak_model_state = 0;
+  size_t model_state() const;  // parameters + gradients + optimizer state now
   size_t at(MemoryCategory c) const { return current[static_cast<int>(c)]; }
   size_t peak_of(MemoryCategory c) const { return peak[static_cast<int>(c)]; }
 };

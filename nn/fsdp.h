@@ -55,6 +55,11 @@ struct FSDPOptions {
   // The dtype of the gradients' reduce-scatter (bf16: half the bytes on the wire; the shards
   // and the optimizer stay in the parameters' dtype). Unset: the parameters' dtype.
   std::optional<DType> reduce_dtype;
+  // Reduce-scatters allowed still in flight when a unit's backward starts (and allocates its
+  // flat gradient): older ones are waited for first, so that their full gradient buffers go
+  // (PyTorch FSDP's limit_all_gathers, on the gradient side). 1 keeps the previous unit's
+  // running beside this unit's backward; 0: no limit.
+  size_t max_reduce_scatters_in_flight = 1;
 };
 
 // One unit: its parameters (indices into FullyShardedDataParallel::params()), where each
@@ -147,6 +152,7 @@ class FullyShardedDataParallel {
   void gather(FsdpUnit& unit);
   void free_parameters(FsdpUnit& unit);
   void poll_completions();
+  void limit_reduce_scatters();
   std::string unit_label(const FsdpUnit& unit) const;
   void before_unit_forward(size_t u);
   void after_unit_forward(size_t u, const Tensor& output);

@@ -99,6 +99,15 @@ void FullyShardedDataParallel::poll_completions() {
   });
 }
 
+// Waits for the oldest reduce-scatters until at most max_reduce_scatters_in_flight remain.
+void FullyShardedDataParallel::limit_reduce_scatters() {
+  const size_t limit = options_.max_reduce_scatters_in_flight;
+  while (limit > 0 && pending_.size() > limit) {
+    pending_.front()->work->wait();
+    poll_completions();
+  }
+}
+
 std::string FullyShardedDataParallel::unit_label(const FsdpUnit& unit) const {
   return unit.name.empty() ? "root" : unit.name;
 }
@@ -137,6 +146,7 @@ void FullyShardedDataParallel::after_unit_forward(size_t u, const Tensor& output
 
 void FullyShardedDataParallel::before_unit_backward(size_t u) {
   poll_completions();
+  limit_reduce_scatters();
   gather(units_[u]);
   if (options_.prefetch && u > 1) prefetched_gathers_ += start_gather(units_[u - 1]);
   accumulate_into_flat_gradient(units_[u]);

@@ -22,6 +22,7 @@ void MemoryReport::end(StepPhase phase) {
   for (int c = 0; c < rg::kMemoryCategories; ++c)
     seen.peak[c] = std::max(seen.peak[c], now.peak[c]);
   seen.peak_total = std::max(seen.peak_total, now.peak_total);
+  seen.peak_model_state = std::max(seen.peak_model_state, now.peak_model_state);
 }
 
 std::string MemoryReport::table() const {
@@ -33,8 +34,9 @@ std::string MemoryReport::table() const {
   for (int c = 0; c < rg::kMemoryCategories; ++c)
     out += row(rg::memory_category_name(rg::MemoryCategory(c)),
                {phases_[0].peak[c], phases_[1].peak[c], phases_[2].peak[c]});
-  return out +
-         row("total (peak)", {phases_[0].peak_total, phases_[1].peak_total, phases_[2].peak_total});
+  out += row("total (peak)", {phases_[0].peak_total, phases_[1].peak_total, phases_[2].peak_total});
+  return out + row("model state", {phases_[0].peak_model_state, phases_[1].peak_model_state,
+                                   phases_[2].peak_model_state});
 }
 
 }  // namespace rgtrain

@@ -76,6 +76,32 @@ TEST_CASE("memory categories: a reset starts a phase, peaks are per category and
   check_sum_is_allocated();
 }
 
+TEST_CASE("memory categories: the model state's peak is the peak of the sum, not of the parts") {
+  // A parameter freed before a gradient of the same size is made: each category peaks at one
+  // block, the sum of their peaks is two, the model state never held more than one.
+  reset_peak_memory_stats(kCPU);
+  const MemoryCategoryStats start = memory_stats(kCPU).categories;
+  CHECK(start.peak_model_state == start.model_state());
+  const size_t block = block_of(4 << 16);
+  {
+    MemoryCategoryScope scope(MemoryCategory::parameters);
+    Tensor weight = empty({1 << 16}, DType::f32);
+  }
+  {
+    MemoryCategoryScope scope(MemoryCategory::gradients);
+    Tensor grad = empty({1 << 16}, DType::f32);
+    MemoryCategoryScope optimizer(MemoryCategory::optimizer_state);
+    Tensor moment = empty({1 << 15}, DType::f32);  // with the gradient: the sum's peak
+  }
+  const MemoryCategoryStats after = memory_stats(kCPU).categories;
+  CHECK(after.peak_of(MemoryCategory::parameters) == start.at(MemoryCategory::parameters) + block);
+  CHECK(after.peak_of(MemoryCategory::gradients) == start.at(MemoryCategory::gradients) + block);
+  CHECK(after.peak_model_state == start.model_state() + block + block_of(4 << 15));
+  CHECK(after.model_state() == start.model_state());
+  reset_peak_memory_stats(kCPU);
+  CHECK(memory_stats(kCPU).categories.peak_model_state == after.model_state());
+}
+
 TEST_CASE("memory categories: borrowed memory is not counted") {
   float host[64];
   const MemoryCategoryStats before = memory_stats(kCPU).categories;

@@ -83,10 +83,10 @@ std::shared_ptr<SimWire::Message> SimStreamTransport::posted(int src, size_t ind
 
 void SimStreamTransport::deliver(const std::shared_ptr<SimWire::Message>& message,
                                  const Tensor& into) {
-  auto copy = [message, into, wire = wire_] {
+  auto copy = [message, into, wire = wire_, me = rank()] {
     std::memcpy(into.data_ptr(), message->bytes.data(), message->bytes.size());
     std::lock_guard lock(wire->mu);
-    ++wire->delivered;
+    ++wire->delivered[me];
   };
   if (into.device().is_cpu())
     copy();

@@ -32,12 +32,13 @@ struct SimWire {
   };
   explicit SimWire(int size)
       : sent(size, std::vector<std::deque<std::shared_ptr<Message>>>(size)),
-        received(size, std::vector<size_t>(size, 0)) {}
+        received(size, std::vector<size_t>(size, 0)),
+        delivered(size, 0) {}
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::vector<std::deque<std::shared_ptr<Message>>>> sent;  // [src][dst]
   std::vector<std::vector<size_t>> received;                            // [src][dst]: claimed
-  uint64_t delivered = 0;  // messages whose copy into their destination has run
+  std::vector<uint64_t> delivered;  // [dst]: messages whose copy into dst's tensor has run
 };
 
 class SimStreamTransport : public dist::Transport {

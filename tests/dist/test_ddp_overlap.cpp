@@ -5,8 +5,8 @@
 // y = x * w0 * w1 * w2 * w3, so backward produces w3's gradient first and w0's last, and
 // every parameter has a bucket of its own. A hook on w0 (the last gradient) pauses backward
 // there, before the reducer's finalize, and checks:
-//   - bucket 0's communication has already run (messages were delivered on the
-//     communication stream) while backward is still going: it did not wait for backward;
+//   - bucket 0's communication has already run (both its ring messages were received and
+//     copied on the communication stream) while backward is still going;
 //   - the compute stream has not waited for any communication: no backward kernel queued
 //     so far, or later, is ordered after communication work;
 // and after backward: the compute stream waited for communication exactly once (the
@@ -61,14 +61,16 @@ dist::Options options() {
   return o;
 }
 
-// Waits (up to 20 s) until the wire has delivered a message.
-bool wait_for_delivery(test::SimWire& wire) {
+uint64_t delivered(test::SimWire& wire, int rank) {
+  std::lock_guard lock(wire.mu);
+  return wire.delivered[rank];
+}
+
+// Waits (up to 20 s) until `rank` has received `count` messages more than `before`.
+bool wait_for_delivery(test::SimWire& wire, int rank, uint64_t before, uint64_t count) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    {
-      std::lock_guard lock(wire.mu);
-      if (wire.delivered > 0) return true;
-    }
+    if (delivered(wire, rank) >= before + count) return true;
     std::this_thread::yield();
   }
   return false;
@@ -89,9 +91,10 @@ void run_rank(int rank, std::shared_ptr<test::SimWire> wire, Meeting& meeting, S
   ro.first_bucket_cap_bytes = ro.bucket_cap_bytes = kWidth * sizeof(float);
   nn::Reducer reducer(params, names, group, ro);
   int step = 0;
-  uint64_t waits_at_start = 0;
+  uint64_t waits_at_start = 0, delivered_at_start = 0;
   register_post_accumulate_grad_hook(params[0], [&](const Tensor&) {
-    seen.comm_ran_during_backward = wait_for_delivery(*wire);
+    // Bucket 0's ring: 2 messages received, each copied on the communication stream.
+    seen.comm_ran_during_backward = wait_for_delivery(*wire, rank, delivered_at_start, 2);
     seen.waits_during_backward = sim::waits_on_comm(rank) - waits_at_start;
     meeting.meet(step);
   });
@@ -99,6 +102,7 @@ void run_rank(int rank, std::shared_ptr<test::SimWire> wire, Meeting& meeting, S
   for (step = 0; step < kSteps; ++step) {
     for (Tensor& p : params) p.set_grad(Tensor());
     waits_at_start = sim::waits_on_comm(rank);
+    delivered_at_start = delivered(*wire, rank);
     const uint64_t syncs_at_start = gpu::host_syncs(device);
     Tensor y = x;
     for (const Tensor& p : params) y = y * p;

@@ -11,7 +11,8 @@
 //     so far, or later, is ordered after communication work;
 // and after backward: the compute stream waited for communication exactly once (the
 // finalize), the averaged gradients are right, and the step took at most one host
-// synchronization (the loss read).
+// synchronization (the loss read). A plain all-reduce's wait() orders the caller's stream
+// after the collective (one compute wait, no host synchronization), as in PyTorch.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -137,5 +138,37 @@ TEST_CASE("ddp overlap on device streams: backward never waits for communication
     REQUIRE(seen[r].grads.size() == kParams);
     for (int k = 0; k < kParams; ++k)  // d sum(x prod w) / d w_k, averaged over x = 1, 2
       CHECK(seen[r].grads[k] == doctest::Approx(1.5 * product / weight(k)));
+  }
+}
+
+TEST_CASE("device-stream collective: wait orders the caller's stream, not the host") {
+  sim::DelayedStreamsScope delayed;
+  auto wire = std::make_shared<test::SimWire>(kWorld);
+  float got[kWorld] = {};
+  uint64_t waits[kWorld] = {}, syncs[kWorld] = {};
+  bool incomplete_after_wait[kWorld] = {};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorld; ++r)
+    ranks.emplace_back([&, r] {
+      const Device device(DeviceType::sim, r);
+      dist::ProcessGroup group(
+          r, kWorld, options(),
+          std::make_unique<test::SimStreamTransport>(wire, r, kWorld, options().timeout));
+      Tensor t = full({kWidth}, r + 1.0, DType::f32, device);
+      const uint64_t waits_before = sim::waits_on_comm(r), syncs_before = gpu::host_syncs(device);
+      auto work = group.allreduce(t);
+      work->wait();  // the host waits until it is queued; compute waits for its event
+      waits[r] = sim::waits_on_comm(r) - waits_before;
+      syncs[r] = gpu::host_syncs(device) - syncs_before;
+      got[r] = *static_cast<const float*>(t.data_ptr());  // no synchronization: raw bytes
+      incomplete_after_wait[r] = !work->is_completed();
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < kWorld; ++r) {
+    CAPTURE(r);
+    CHECK(got[r] == 3.0f);
+    CHECK(waits[r] == 1);
+    CHECK(syncs[r] == 0);
+    CHECK_FALSE(incomplete_after_wait[r]);  // the wait ran the stream that far
   }
 }

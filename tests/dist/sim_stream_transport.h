@@ -10,8 +10,9 @@
 // communication thread, never the caller's) until the peer has posted the message, runs the
 // communication stream up to the peer's copy (the "network"), then queues the copy into the
 // destination on the stream and hands the message back through StreamMessages (the consumer's
-// stream waits for its event). Host tensors move at once. The ranks' sim devices differ
-// (sim:rank), so each rank's host synchronizations are counted apart.
+// stream waits for its event). Host tensors move at once. The queued copies hold raw
+// addresses, as NCCL does: a tensor dropped meanwhile stays unreused only by record_stream. The
+// ranks' sim devices differ (sim:rank), so each rank's host synchronizations are counted apart.
 #pragma once
 #include <condition_variable>
 #include <cstdint>

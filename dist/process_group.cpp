@@ -6,6 +6,7 @@
 #include "dist/broadcast.h"
 #include "dist/dist_error.h"
 #include "dist/ring_allreduce.h"
+#include "dist/stream_work.h"
 
 namespace rg::dist {
 namespace {
@@ -147,14 +148,17 @@ std::shared_ptr<Work> ProcessGroup::barrier() {
     return lean;
   Tensor token = barrier_token_;
   Envelope env = scheduler_.next_envelope(Collective::barrier, token, 0);
-  return scheduler_.enqueue(Collective::barrier,
-                            [token, env](CollectiveContext& ctx) {
-                              // An all-reduce waits for a message from every rank (directly, or
-                              // along the ring), so no rank can finish it before every rank has
-                              // started it.
-                              allreduce_by_size(ctx, token, CombineOp::sum, env);
-                            },
-                            {token});
+  auto work = scheduler_.enqueue(Collective::barrier,
+                                 [token, env](CollectiveContext& ctx) {
+                                   // An all-reduce waits for a message from every rank
+                                   // (directly, or along the ring), so no rank can finish it
+                                   // before every rank has started it.
+                                   allreduce_by_size(ctx, token, CombineOp::sum, env);
+                                 },
+                                 {token});
+  // A barrier holds the host: on device streams its wait blocks until the stream ran it.
+  if (auto* on_stream = dynamic_cast<StreamWork*>(work.get())) on_stream->block_host();
+  return work;
 }
 
 }  // namespace rg::dist

@@ -5,7 +5,8 @@ namespace rg::dist {
 
 bool StreamWork::wait(Milliseconds timeout) {
   if (!PromiseWork::wait(timeout)) return false;
-  if (done_) done_->wait(gpu::current_stream(device_));
+  if (done_ && block_host_) done_->synchronize();
+  if (done_ && !block_host_) done_->wait(gpu::current_stream(device_));
   return true;
 }
 

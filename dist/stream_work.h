@@ -27,8 +27,10 @@ class StreamWork : public PromiseWork {
  public:
   explicit StreamWork(Device device) : device_(device) {}
   using Work::wait;
-  // Once queued: the current stream of `device` waits for the completion (no host wait).
+  // Once queued: the current stream of `device` waits for the completion (no host wait);
+  // with block_host(), the host waits for it (a barrier; the transport's watchdog bounds it).
   bool wait(Milliseconds timeout) override;
+  void block_host() { block_host_ = true; }  // before the work is handed out
   // Queued and finished on the device (an event query, no wait).
   bool is_completed() override;
   // The host waits until the collective is queued on its stream (throws its error).
@@ -40,6 +42,7 @@ class StreamWork : public PromiseWork {
  private:
   Device device_;
   std::shared_ptr<gpu::Event> done_;
+  bool block_host_ = false;
 };
 
 // Wraps `algorithm` to run as described above; call on the issuing thread (it records the

@@ -49,7 +49,7 @@ std::shared_ptr<dist::Work> SimStreamTransport::send_message(const Tensor& t, in
   message->bytes.resize(t.nbytes());
   // Raw addresses, as NCCL sees them: only record_stream keeps the memory from reuse.
   auto copy = [message, src = t.data_ptr()] {
-    std::memcpy(message->bytes.data(), src, message->bytes.size());
+    if (!message->bytes.empty()) std::memcpy(message->bytes.data(), src, message->bytes.size());
   };
   if (t.device().is_cpu()) {
     copy();
@@ -87,7 +87,7 @@ std::shared_ptr<SimWire::Message> SimStreamTransport::posted(int src, size_t ind
 void SimStreamTransport::deliver(const std::shared_ptr<SimWire::Message>& message,
                                  const Tensor& into) {
   auto copy = [message, dst = into.data_ptr(), wire = wire_, me = rank()] {
-    std::memcpy(dst, message->bytes.data(), message->bytes.size());
+    if (!message->bytes.empty()) std::memcpy(dst, message->bytes.data(), message->bytes.size());
     std::lock_guard lock(wire->mu);
     ++wire->delivered[me];
   };

@@ -1,10 +1,11 @@
 // Collectives on device streams (dist/stream_work.h) over the sim-stream test transport
-// (tests/dist/sim_stream_transport.h), in sim's delayed-stream mode: a tensor dropped by its
-// caller right after issuing an all-reduce keeps its block until the communication stream
-// has run the collective (record_stream), so compute's next allocation cannot get it while
-// the queued receive would still write into it. (Without the record_stream it gets it, and
-// holds the receive's bytes, 8, instead of its own 7 -- unless another thread happened to
-// run the queue first.)
+// (tests/dist/sim_stream_transport.h), in sim's delayed-stream mode:
+//   - a tensor dropped by its caller right after issuing an all-reduce keeps its block until
+//     the communication stream has run the collective (record_stream), so compute's next
+//     allocation cannot get it while the queued receive would still write into it (without
+//     the record_stream it gets it, and holds the receive's bytes, 8, instead of its own 7 --
+//     unless another thread happened to run the queue first);
+//   - a barrier's wait holds the host until the stream has run it.
 #include <doctest/doctest.h>
 
 #include <thread>
@@ -61,4 +62,22 @@ TEST_CASE("device-stream collective: a dropped tensor's block waits for the comm
     CAPTURE(r);
     CHECK(value[r] == 7.0f);
   }
+}
+
+TEST_CASE("device-stream barrier: its wait holds the host until the stream has run it") {
+  sim::DelayedStreamsScope delayed;
+  auto wire = std::make_shared<test::SimWire>(kWorld);
+  bool completed[kWorld] = {};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorld; ++r)
+    ranks.emplace_back([&, r] {
+      dist::ProcessGroup group(
+          r, kWorld, options(),
+          std::make_unique<test::SimStreamTransport>(wire, r, kWorld, options().timeout));
+      auto work = group.barrier();
+      work->wait();
+      completed[r] = work->is_completed();
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < kWorld; ++r) CHECK(completed[r]);
 }

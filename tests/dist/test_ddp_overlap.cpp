@@ -51,6 +51,7 @@ struct Seen {
   uint64_t waits_in_step = 0;
   uint64_t host_syncs_in_step = 0;
   std::vector<float> grads;  // first element of each averaged gradient
+  bool rebuilt = false;      // the buckets were rebuilt (rank 0's order, broadcast on sim)
 };
 
 double weight(int k) { return 1.0 + 0.5 * k; }
@@ -114,6 +115,7 @@ void run_rank(int rank, std::shared_ptr<test::SimWire> wire, Meeting& meeting, S
     seen.waits_in_step = sim::waits_on_comm(rank) - waits_at_start;
   }
   for (const Tensor& p : params) seen.grads.push_back(p.grad().to(kCPU).data<float>()[0]);
+  seen.rebuilt = reducer.buckets_rebuilt();
 }
 
 }  // namespace
@@ -135,6 +137,7 @@ TEST_CASE("ddp overlap on device streams: backward never waits for communication
     CHECK(seen[r].waits_during_backward == 0);
     CHECK(seen[r].waits_in_step == 1);
     CHECK(seen[r].host_syncs_in_step <= 1);
+    CHECK(seen[r].rebuilt);
     REQUIRE(seen[r].grads.size() == kParams);
     for (int k = 0; k < kParams; ++k)  // d sum(x prod w) / d w_k, averaged over x = 1, 2
       CHECK(seen[r].grads[k] == doctest::Approx(1.5 * product / weight(k)));

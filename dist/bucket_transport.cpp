@@ -9,6 +9,7 @@
 #include "core/memory_accounting.h"
 #include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
+#include "dist/stream_work.h"
 #include "kernels/builtin.h"
 
 namespace rg::dist {
@@ -269,14 +270,29 @@ void BucketTransport::poll_completions() {
   }
 }
 
+bool BucketTransport::wait_on_stream() {
+  std::vector<StreamWork*> works;
+  for (size_t b = 0; b < next_to_launch_; ++b) {
+    auto* work = dynamic_cast<StreamWork*>(buckets_[b].work.get());
+    if (!work) return false;
+    works.push_back(work);
+  }
+  for (StreamWork* work : works) work->wait_queued();
+  if (works.empty() || !works.back()->done()) return true;
+  const Device device = buckets_[next_to_launch_ - 1].device;
+  works.back()->done()->wait(gpu::current_stream(device));
+  return true;
+}
+
 void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ended) {
   stats_.comm_seconds = 0;
   stats_.hidden_seconds = 0;
   stats_.buffers_lent = 0;
   auto previous_end = started;
+  const bool on_stream = wait_on_stream();
   for (size_t b = 0; b < next_to_launch_; ++b) {
     Bucket& bucket = buckets_[b];
-    bucket.work->wait();
+    if (!on_stream) bucket.work->wait();
     stats_.buffers_lent += adopted(b);
     if (!bucket.done_seen) bucket.done_at = Clock::now();
     // A bucket's communication starts when it launched or when the previous one finished.

@@ -10,7 +10,10 @@
 // default) starts asynchronously on the group's communication thread. Buckets are launched
 // strictly in bucket order so that every rank issues the same collectives in the same
 // order. wait_all() waits in launch order and accounts how much communication overlapped
-// the work done meanwhile (backward), for the stats and the timeline.
+// the work done meanwhile (backward), for the stats and the timeline. On a transport whose
+// collectives complete on device streams (dist/stream_work.h) it does not wait for the
+// communication on the host: once every bucket's collective is queued on the communication
+// stream, the caller's stream waits for the last one (they run in order there), once.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -154,6 +157,9 @@ class BucketTransport {
   bool sharded_ = false;
 
   Tensor new_buffer(const Bucket& bucket, int64_t numel, MemoryCategory category) const;
+  // Device streams: waits until every launched bucket is queued, then orders the current
+  // stream after the last; false (nothing done) when some bucket's work is not on a stream.
+  bool wait_on_stream();
   void keep_shard_only(Bucket& bucket);
 };
 

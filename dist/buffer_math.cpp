@@ -5,6 +5,8 @@
 
 #include "core/device_interface.h"
 #include "kernels/builtin.h"
+#include "kernels/cuda/stream.h"
+#include "kernels/sim/stream_queue.h"
 
 namespace rg::dist {
 
@@ -15,11 +17,18 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
            " elements on ", a.device().str(), " vs ", b.numel(), " on ", b.device().str());
 }
 
+// Whether this thread's work on sim memory waits in a stream's queue (the delayed
+// communication stream a device-stream collective runs on, dist/stream_work.h): the host
+// must not touch those bytes now, only the device's own kernels, queued in order.
+bool queued_on_stream(Device d) {
+  return d.is_sim() && sim::is_delayed(gpu::current_stream(d).handle);
+}
+
 // `t` as the kernels of its memory see it: host memory (cpu, sim) as a cpu tensor over the
 // same bytes, for the cpu kernels (sim's interpreted kernels would compute the same, only
-// slower); any other device as it is, for its own kernels.
+// slower), unless its work is queued on a stream; any other device as it is.
 Tensor for_kernels(const Tensor& t) {
-  if (t.device().is_cpu() || !t.device().is_host_memory()) return t;
+  if (t.device().is_cpu() || !t.device().is_host_memory() || queued_on_stream(t.device())) return t;
   return from_blob(t.data_ptr(), t.shape(), t.dtype(), kCPU);
 }
 
@@ -64,7 +73,8 @@ void copy_buffer(const Tensor& dst, const Tensor& src) {
   RG_CHECK(dst.numel() == src.numel(), "copy_buffer: ", dst.numel(), " vs ", src.numel(),
            " elements");
   if (dst.numel() == 0) return;
-  if (dst.dtype() == src.dtype()) {
+  const bool queued = queued_on_stream(dst.device()) || queued_on_stream(src.device());
+  if (dst.dtype() == src.dtype() && !queued) {
     if (dst.device().is_host_memory() && src.device().is_host_memory()) {
       std::memcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes());
     } else {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/parallel.h"
+#include "dist/stream_work.h"
 
 namespace rg::dist {
 
@@ -139,11 +140,17 @@ class CollectiveWork : public PromiseWork {
   CollectiveScheduler& scheduler_;
 };
 
-std::shared_ptr<Work> CollectiveScheduler::enqueue(Collective kind, Algorithm algorithm) {
-  // Device transports' collectives stay on the communication thread (its device and streams).
-  std::shared_ptr<PromiseWork> work = transport_.capabilities().device_streams
-                                          ? std::make_shared<PromiseWork>()
-                                          : std::make_shared<CollectiveWork>(*this);
+std::shared_ptr<Work> CollectiveScheduler::enqueue(Collective kind, Algorithm algorithm,
+                                                   const std::vector<Tensor>& touched) {
+  // Device transports' collectives stay on the communication thread, on its stream.
+  std::shared_ptr<PromiseWork> work;
+  if (transport_.capabilities().device_streams) {
+    auto on_stream = std::make_shared<StreamWork>(transport_.default_device());
+    algorithm = on_comm_stream(std::move(algorithm), transport_.comm_stream(), touched, on_stream);
+    work = std::move(on_stream);
+  } else {
+    work = std::make_shared<CollectiveWork>(*this);
+  }
   {
     std::lock_guard lock(mu_);
     count_issued_locked(kind);

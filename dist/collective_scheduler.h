@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/collective_context.h"
 
@@ -31,8 +32,11 @@ class CollectiveScheduler {
   using Algorithm = std::function<void(CollectiveContext&)>;
   // The envelope of the next collective: numbered in issue order (the same on every rank).
   Envelope next_envelope(Collective kind, const Tensor& t, int64_t count);
-  // Queues `algorithm` behind the collectives issued before it.
-  std::shared_ptr<Work> enqueue(Collective kind, Algorithm algorithm);
+  // Queues `algorithm` behind the collectives issued before it. On a device_streams transport
+  // it runs on the transport's stream, ordered after the issuing thread's stream, and
+  // `touched` are record_stream'ed there (dist/stream_work.h).
+  std::shared_ptr<Work> enqueue(Collective kind, Algorithm algorithm,
+                                const std::vector<Tensor>& touched = {});
   // A small all-reduce or barrier issued while nothing else is queued or running sends at
   // once and is received by its waiter. Null when it does not qualify (the caller queues it).
   std::shared_ptr<Work> issue_lean(Collective kind, const Tensor& t, CombineOp op);

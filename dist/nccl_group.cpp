@@ -4,11 +4,13 @@
 // posted between begin_batch and end_batch form one NCCL group (the ring pairs each receive with
 // its send, which NCCL needs to avoid deadlock); completion is an event recorded after the group.
 // Streams hand the messages over by events, never by host waits (dist/stream_messages.h):
-// before a send, NCCL's stream waits for the work queued so far on the sending thread's
-// stream and on the device's compute stream (the reductions the ring just launched, and the
-// kernels that produced the tensor); wait_message makes the consuming stream wait for the
-// message's event; at the end of each collective the host watches those events with the
-// timeout. nccl_allreduce waits for the producers the same way.
+// the collectives run with NCCL's stream current (dist/stream_work.h: it waits for the event
+// recorded when the collective was issued, and the ring's reductions run on it);
+// wait_message makes the consuming stream wait for the message's event; at the end of each
+// collective the messages go to a watchdog thread (dist/stream_watchdog.h) that polls their
+// events with the timeout and aborts the communicator naming a late peer. A user's send and
+// nccl_allreduce first make NCCL's stream wait for the calling thread's stream. Calls into
+// the communicator hold nccl_mu_, so that the watchdog may abort it from its thread.
 // The communicator is non-blocking, so init and every wait can time out: past the group's
 // timeout the communicator is aborted and the error names the peer waited for.
 #include "dist/nccl_group.h"
@@ -24,6 +26,7 @@
 
 #include "dist/dist_error.h"
 #include "dist/stream_messages.h"
+#include "dist/stream_watchdog.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::dist {
@@ -128,6 +131,10 @@ class NcclTransport : public Transport {
     settle(str(me, ": communicator init (waiting for all ", size, " ranks to join)"));
     stream_ = acquire_stream(device_.index, me);
     messages_ = std::make_unique<StreamMessages>(gpu::Stream{device_, stream_});
+    watchdog_ = std::make_unique<StreamWatchdog>(
+        [this](const StreamMessages::Late& late, const std::string& error) {
+          lose_late(late, error);
+        });
   }
 
   ~NcclTransport() override { close(false); }
@@ -136,6 +143,7 @@ class NcclTransport : public Transport {
   // aborted NCCL kernel: it is neither waited for (this must not hang on a dead peer) nor
   // reused; it stays allocated.
   void close(bool failed) override {
+    watchdog_.reset();  // its thread stops before the communicator goes
     failed = failed || !failure_.empty();
     if (comm_) {
       if (failed)
@@ -156,6 +164,7 @@ class NcclTransport : public Transport {
   }
   bool supports_device(Device d) const override { return d == device_; }
   Device default_device() const override { return device_; }
+  gpu::Stream comm_stream() const override { return gpu::Stream{device_, stream_}; }
   std::string link(int peer) const override {
     return peer == rank() ? Transport::link(peer) : "nccl";
   }
@@ -182,32 +191,39 @@ class NcclTransport : public Transport {
     batch_.clear();
   }
 
-  // The stream that consumes the message waits for it on the device; the host watches it at
-  // the end of the collective (finish_collective).
+  // The stream that consumes the message waits for it on the device; the watchdog watches
+  // it from the end of the collective (finish_collective).
   void wait_message(Work& work, int peer, const Envelope& env) override {
     check_async("nccl");
     messages_->hand_back(static_cast<NcclWork&>(work).done(), peer, env);
   }
 
+  // No host wait: the watchdog polls the collective's messages with the timeout.
   void finish_collective() override {
-    const auto late = messages_->watch(Clock::now() + timeout(), [&] { check_async("nccl"); });
-    if (!late) return;
-    const Failure f{FailureKind::timeout, late->peer, describe(late->env), late->env.seq};
-    const std::string message =
-        str("rank ", rank(), ": ", describe(late->env), ": timed out after ",
-            timeout().count() / 1000.0, " s waiting for rank ", late->peer);
-    abort(f, message);
-    throw DistError(f, message);
+    watchdog_->watch(messages_->take(), Clock::now() + timeout());
   }
 
   void abort(const Failure&, const std::string& message) override {
+    std::lock_guard lock(nccl_mu_);
     if (failure_.empty()) failure_ = message;
     if (comm_) ncclCommAbort(comm_);
     comm_ = nullptr;
   }
 
+  // The watchdog found a message not done by its deadline: the communicator is aborted (its
+  // kernels end), and every later call fails naming the peer.
+  void lose_late(const StreamMessages::Late& late, const std::string& error) {
+    const Failure f{FailureKind::timeout, late.peer, describe(late.env), late.env.seq};
+    const std::string message =
+        error.empty() ? str("rank ", rank(), ": ", describe(late.env), ": timed out after ",
+                            timeout().count() / 1000.0, " s waiting for rank ", late.peer)
+                      : error;
+    abort(f, message);
+  }
+
   // Raises the communicator's asynchronous error, if any.
   void check_async(const char* what) {
+    std::lock_guard lock(nccl_mu_);
     RG_CHECK(comm_, failure_);
     ncclResult_t state;
     RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
@@ -238,10 +254,13 @@ class NcclTransport : public Transport {
 
   template <typename Call>
   std::shared_ptr<Work> post(Call call) {
-    RG_CHECK(comm_, failure_);
     RG_CUDA(cudaSetDevice(device_.index), "nccl");
     auto work = std::make_shared<NcclWork>(this);
-    RG_NCCL(call(), "nccl");
+    {
+      std::lock_guard lock(nccl_mu_);
+      RG_CHECK(comm_, failure_);
+      RG_NCCL(call(), "nccl");
+    }
     if (in_batch_) {
       batch_.push_back(work);
     } else {
@@ -256,7 +275,11 @@ class NcclTransport : public Transport {
     auto deadline = Clock::now() + timeout();
     for (;;) {
       ncclResult_t state;
-      RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
+      {
+        std::lock_guard lock(nccl_mu_);
+        RG_CHECK(comm_, failure_);
+        RG_NCCL(ncclCommGetAsyncError(comm_, &state), what);
+      }
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) lose(str(what, ": ", ncclGetErrorString(state)));
       if (Clock::now() > deadline)
@@ -267,9 +290,12 @@ class NcclTransport : public Transport {
 
   // The communicator is gone: abort it, remember why (later messages fail with it), throw.
   [[noreturn]] void lose(const std::string& why) {
-    ncclCommAbort(comm_);
-    comm_ = nullptr;
-    if (failure_.empty()) failure_ = str("rank ", rank(), ": ", why);
+    {
+      std::lock_guard lock(nccl_mu_);
+      if (comm_) ncclCommAbort(comm_);
+      comm_ = nullptr;
+      if (failure_.empty()) failure_ = str("rank ", rank(), ": ", why);
+    }
     RG_FAIL(why);
   }
 
@@ -279,6 +305,8 @@ class NcclTransport : public Transport {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<StreamMessages> messages_;  // over stream_
+  std::unique_ptr<StreamWatchdog> watchdog_;  // polls finished collectives' messages
+  std::mutex nccl_mu_;                        // held by every call into comm_
   bool in_batch_ = false;
   std::vector<std::shared_ptr<NcclWork>> batch_;
 };

@@ -6,6 +6,7 @@
 #include "dist/broadcast.h"
 #include "dist/dist_error.h"
 #include "dist/ring_allreduce.h"
+#include "dist/stream_work.h"
 
 namespace rg::dist {
 namespace {
@@ -91,9 +92,10 @@ std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor, CombineOp op
   if (auto lean = scheduler_.issue_lean(Collective::allreduce, tensor, op)) return lean;
   Envelope env = scheduler_.next_envelope(Collective::allreduce, tensor, tensor.numel());
   env.op = op;
-  return scheduler_.enqueue(Collective::allreduce, [tensor, op, env](CollectiveContext& ctx) {
-    allreduce_by_size(ctx, tensor, op, env);
-  });
+  return scheduler_.enqueue(
+      Collective::allreduce,
+      [tensor, op, env](CollectiveContext& ctx) { allreduce_by_size(ctx, tensor, op, env); },
+      {tensor});
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -101,9 +103,10 @@ std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
   RG_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " outside world of size ", size_);
   Envelope env = scheduler_.next_envelope(Collective::broadcast, tensor, tensor.numel());
   env.root = root;
-  return scheduler_.enqueue(Collective::broadcast, [tensor, root, env](CollectiveContext& ctx) {
-    chain_broadcast(ctx, tensor, root, env);
-  });
+  return scheduler_.enqueue(
+      Collective::broadcast,
+      [tensor, root, env](CollectiveContext& ctx) { chain_broadcast(ctx, tensor, root, env); },
+      {tensor});
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const Tensor& out, const Tensor& in) {
@@ -115,9 +118,9 @@ std::shared_ptr<Work> ProcessGroup::allgather(const Tensor& out, const Tensor& i
   RG_CHECK(out.numel() == in.numel() * size_, "allgather: out has ", out.numel(),
            " elements, expected world size ", size_, " x ", in.numel());
   Envelope env = scheduler_.next_envelope(Collective::allgather, in, in.numel());
-  return scheduler_.enqueue(Collective::allgather, [out, in, env](CollectiveContext& ctx) {
-    ring_allgather(ctx, out, in, env);
-  });
+  return scheduler_.enqueue(
+      Collective::allgather,
+      [out, in, env](CollectiveContext& ctx) { ring_allgather(ctx, out, in, env); }, {out, in});
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in,
@@ -132,9 +135,10 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& out, const Tens
            " elements, expected world size ", size_, " x ", out.numel());
   Envelope env = scheduler_.next_envelope(Collective::reduce_scatter, out, out.numel());
   env.op = op;
-  return scheduler_.enqueue(Collective::reduce_scatter, [out, in, op, env](CollectiveContext& ctx) {
-    ring_reduce_scatter(ctx, out, in, op, env);
-  });
+  return scheduler_.enqueue(
+      Collective::reduce_scatter,
+      [out, in, op, env](CollectiveContext& ctx) { ring_reduce_scatter(ctx, out, in, op, env); },
+      {out, in});
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier() {
@@ -144,11 +148,17 @@ std::shared_ptr<Work> ProcessGroup::barrier() {
     return lean;
   Tensor token = barrier_token_;
   Envelope env = scheduler_.next_envelope(Collective::barrier, token, 0);
-  return scheduler_.enqueue(Collective::barrier, [token, env](CollectiveContext& ctx) {
-    // An all-reduce waits for a message from every rank (directly, or along the ring), so
-    // no rank can finish it before every rank has started it.
-    allreduce_by_size(ctx, token, CombineOp::sum, env);
-  });
+  auto work = scheduler_.enqueue(Collective::barrier,
+                                 [token, env](CollectiveContext& ctx) {
+                                   // An all-reduce waits for a message from every rank
+                                   // (directly, or along the ring), so no rank can finish it
+                                   // before every rank has started it.
+                                   allreduce_by_size(ctx, token, CombineOp::sum, env);
+                                 },
+                                 {token});
+  // A barrier holds the host: on device streams its wait blocks until the stream ran it.
+  if (auto* on_stream = dynamic_cast<StreamWork*>(work.get())) on_stream->block_host();
+  return work;
 }
 
 }  // namespace rg::dist

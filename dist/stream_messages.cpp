@@ -7,14 +7,10 @@ namespace rg::dist {
 
 void StreamMessages::wait_for_producers() const {
   const gpu::Stream current = gpu::current_stream(comm_.device);
-  const gpu::Stream compute = gpu::compute_stream(comm_.device);
-  auto wait_for = [&](const gpu::Stream& producer) {
-    gpu::Event ready(comm_.device);  // may be destroyed once the wait is queued
-    ready.record(producer);
-    ready.wait(comm_);
-  };
-  wait_for(current);
-  if (compute.handle != current.handle) wait_for(compute);
+  if (current.handle == comm_.handle) return;
+  gpu::Event ready(comm_.device);  // may be destroyed once the wait is queued
+  ready.record(current);
+  ready.wait(comm_);
 }
 
 std::shared_ptr<gpu::Event> StreamMessages::completion() const {

@@ -17,6 +17,7 @@
 
 #include "dist/dist_error.h"
 #include "dist/work.h"
+#include "kernels/cuda/stream.h"
 
 namespace rg::dist {
 
@@ -33,8 +34,9 @@ struct TransportCapabilities {
   // recv_combine_message folds host-memory payloads whose dtype combines_bytes() handles
   // into the destination as they arrive (the ring all-reduce then needs no scratch copy).
   bool combines_on_receive = false;
-  // Messages are handed to device streams: wait_message only orders the consumer's stream,
-  // and finish_collective waits, on the host, for the collective's messages (nccl).
+  // Messages are handed to device streams: wait_message only orders the consumer's stream;
+  // collectives run on comm_stream() and complete as an event on it (dist/stream_work.h),
+  // and finish_collective hands their messages to a watchdog instead of waiting (nccl).
   bool device_streams = false;
 };
 
@@ -60,6 +62,9 @@ class Transport {
   // Whether tensors on `device` can be sent; where the group's own small buffers live.
   virtual bool supports_device(Device device) const = 0;
   virtual Device default_device() const { return kCPU; }
+  // device_streams: the stream the collectives run on (their kernels, copies and messages);
+  // by default the communication stream of default_device().
+  virtual gpu::Stream comm_stream() const { return gpu::comm_stream(default_device()); }
   // How this rank reaches `peer` (0 <= peer < size): "self", "memory" (threads of one
   // process), "shm" (shared-memory rings: same host), "tcp" (sockets), "nccl", "mpi".
   virtual std::string link(int peer) const;
@@ -108,8 +113,9 @@ class Transport {
   virtual void receive_exchange(const Tensor& inputs, size_t message_bytes, const Envelope& env);
 
   // ---- the end of a collective and of the transport
-  // Called after a collective ran, before its Work completes (device_streams: waits for its
-  // messages, with the timeout, and throws a DistError naming a late peer).
+  // Called after a collective ran, before its Work completes (device_streams: the messages
+  // are only queued; the transport hands them to a watchdog that fails the group naming a
+  // late peer, dist/stream_watchdog.h).
   virtual void finish_collective() {}
   // Fails every pending and later message with `message` and tells the peers (they fail
   // naming this rank) instead of leaving them to their timeout.

@@ -289,13 +289,16 @@ void Reducer::rebuild_from_ready_order(std::vector<size_t> order) {
   rebuilt_ = true;
   for (size_t i = 0; i < params_.size(); ++i)
     if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
-  Tensor shared = empty({static_cast<int64_t>(order.size())}, DType::i64, kCPU);
+  Tensor mine = empty({static_cast<int64_t>(order.size())}, DType::i64, kCPU);
   for (size_t k = 0; k < order.size(); ++k)
-    shared.data<int64_t>()[k] = static_cast<int64_t>(order[k]);
+    mine.data<int64_t>()[k] = static_cast<int64_t>(order[k]);
+  // In the backend's own memory (nccl's is its GPU, which cannot send host tensors).
+  Tensor shared = mine.to(group_.default_device());
   group_.broadcast(shared, 0)->wait();
+  const Tensor on_host = shared.to(kCPU);
   std::vector<size_t> agreed(order.size());
   for (size_t k = 0; k < order.size(); ++k)
-    agreed[k] = static_cast<size_t>(shared.data<int64_t>()[k]);
+    agreed[k] = static_cast<size_t>(on_host.data<int64_t>()[k]);
   build_buckets(agreed);
 }
 

@@ -133,7 +133,9 @@ void Event::wait(const Stream& s) const {
 #endif
   // sim: work queued later on `s` must find the event's work done; running it now is the
   // simplest order that guarantees it (the compute stream never waits in a queue).
-  if (!handle_ && s.handle != sim_stream_) sim::run_until(sim_stream_, sim_ticket_);
+  if (handle_ || s.handle == sim_stream_) return;
+  if (sim::is_delayed(sim_stream_)) sim::count_wait_on_comm(s.device.index);
+  sim::run_until(sim_stream_, sim_ticket_);
 }
 
 void Event::synchronize() const {

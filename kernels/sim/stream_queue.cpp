@@ -75,6 +75,18 @@ void drain(void* stream) { run_until(stream, ~uint64_t(0)); }
 void drain_all() { drain(kCommStream); }
 
 namespace {
+constexpr int kCountedDevices = 16;
+std::atomic<uint64_t> g_waits_on_comm[kCountedDevices] = {};
+}  // namespace
+
+void count_wait_on_comm(int index) {
+  g_waits_on_comm[index % kCountedDevices].fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t waits_on_comm(int index) {
+  return g_waits_on_comm[index % kCountedDevices].load(std::memory_order_relaxed);
+}
+
+namespace {
 struct QueueEvent {
   void* stream;
   uint64_t ticket;

@@ -38,6 +38,12 @@ void run_until(void* stream, uint64_t ticket);
 void drain(void* stream);  // runs everything queued on `stream` (any stream: no-op if none)
 void drain_all();
 
+// Test instrumentation: how many times another stream (the compute stream) of sim device
+// `index` was made to wait for work queued on the delayed communication stream
+// (gpu::Event::wait). Each such wait orders all that stream runs later after that work.
+void count_wait_on_comm(int index);
+uint64_t waits_on_comm(int index);
+
 // Events of the caching allocator's record_stream (gpu::RawMemory's hooks) on sim streams:
 // a position in the queue; null when `stream` is not delayed (its work has all run).
 void* record_queue_event(void* stream, int stream_device) noexcept;

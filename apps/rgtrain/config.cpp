@@ -76,9 +76,11 @@ void add_model_flags(CLI::App& app, Args& a) {
                  "(the f32 initial weights widened), for exactness checks")
       ->check(CLI::IsMember({"f32", "bf16", "f64"}));
   app.add_flag("--memory-report", a.memory_report,
-               "after the first step, print the peak memory of each category (parameters, "
-               "gradients, optimizer state, buckets, activations saved for backward, other) in "
-               "each phase (forward, backward, optimizer step); rank 0's process");
+               "after the first step, and after the second (the steady state), print the peak "
+               "memory of each category (parameters, gradients, optimizer state, buckets, "
+               "activations saved for backward, other) in each phase (forward, backward, "
+               "optimizer step), and of the model state (parameters + gradients + optimizer "
+               "state together); rank 0's process");
   app.add_option("--init", a.init, "start from the weights in this safetensors file");
   app.add_option("--data", a.data,
                  "train on a text file (.txt) or llm.c tokens (.bin) "

@@ -29,8 +29,8 @@ std::string MemoryReport::table() const {
   char head[128];
   std::snprintf(head, sizeof head, "%-16s %12s %12s %12s\n", "category", "forward", "backward",
                 "optimizer");
-  std::string out = "memory report (" + device_.str() +
-                    ", first step): peak MiB of each category in each phase\n" + head;
+  std::string out = "memory report (" + device_.str() + ", " + step_label_ +
+                    "): peak MiB of each category in each phase\n" + head;
   for (int c = 0; c < rg::kMemoryCategories; ++c)
     out += row(rg::memory_category_name(rg::MemoryCategory(c)),
                {phases_[0].peak[c], phases_[1].peak[c], phases_[2].peak[c]});

@@ -1,10 +1,12 @@
 // rgtrain --memory-report: the peak bytes of each memory category (parameters, gradients,
 // optimizer state, buckets, activations saved for backward, other) in each phase of one
 // training step: forward, backward and the optimizer step. train_step marks the phases; the
-// report is printed after the first step.
+// report is printed after the first step and again after the second, the steady state (from
+// then on the optimizer's state lives through forward and backward too).
 #pragma once
 #include <array>
 #include <string>
+#include <utility>
 
 #include "ringgrad.h"
 
@@ -14,7 +16,8 @@ enum class StepPhase { forward, backward, optimizer, count };
 
 class MemoryReport {
  public:
-  explicit MemoryReport(rg::Device device) : device_(device) {}
+  MemoryReport(rg::Device device, std::string step_label)
+      : device_(device), step_label_(std::move(step_label)) {}
   // Starts a phase: the device's peaks restart from what is allocated now.
   void begin() { rg::reset_peak_memory_stats(device_); }
   // Ends a phase: its peaks join those of the phase's earlier runs (one per micro-batch).
@@ -25,6 +28,7 @@ class MemoryReport {
 
  private:
   rg::Device device_;
+  std::string step_label_;  // "first step", "second step"
   std::array<rg::MemoryCategoryStats, int(StepPhase::count)> phases_{};
 };
 

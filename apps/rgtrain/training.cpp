@@ -87,11 +87,12 @@ TrainSummary train(RunState& s) {
               << std::flush;
   check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
   TrainSummary sum;
-  MemoryReport memory(s.device);
+  MemoryReport first(s.device, "first step"), second(s.device, "second step");
   for (int64_t step = s.start_step; step < a.steps; ++step) {
-    c.memory = a.memory_report && step == s.start_step ? &memory : nullptr;
+    const int64_t nth = step - s.start_step;
+    c.memory = !a.memory_report ? nullptr : nth == 0 ? &first : nth == 1 ? &second : nullptr;
     const StepResult r = run_step(s, c, step);
-    if (c.memory && s.lead) std::cout << memory.table() << std::flush;
+    if (c.memory && s.lead) std::cout << c.memory->table() << std::flush;
     const int64_t done = step + 1;
     // A parameter scan only when the cheap signs (loss, gradient norm) are bad.
     if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))

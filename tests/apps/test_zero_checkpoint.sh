@@ -90,6 +90,14 @@ for n in 1 4; do
     ok "--zero 3: the 2-rank checkpoint resumed at $n rank(s) == uninterrupted (f64, 1e-10)"
   else bad "--zero 3 resume at $n ranks: $(ls "$TMP/fr$n") $(tail -3 "$TMP/fr$n.out")"; fi
 done
+# The --zero 3 checkpoint's ckpt.safetensors holds the whole weights (rank 0 writes what the
+# ranks gathered): one process starts from it with --init and, at learning rate 0, writes the
+# same weights back, bit for bit (every tensor read; the file is plain safetensors).
+"$RGTRAIN" "${BASE[@]}" --init "$TMP/f8/ckpt.safetensors" --lr 0 \
+  --checkpoint "$TMP/finit" >"$TMP/finit.out" 2>&1 || bad "--init from --zero 3: $(tail -3 "$TMP/finit.out")"
+if weights_differ_by "$TMP/f8/ckpt.safetensors" "$TMP/finit/ckpt.safetensors" 0 1e-300; then
+  ok "--init reads the --zero 3 checkpoint's whole weights (lr 0: the same bits back)"
+else bad "--init from the --zero 3 checkpoint: $(tail -3 "$TMP/finit.out")"; fi
 cp -r "$TMP/z4" "$TMP/z1to3"
 z3run 2 --checkpoint "$TMP/z1to3" --resume >"$TMP/z1to3.out" 2>&1 || bad "--zero 1 -> 3 resume"
 if weights_differ_by "$TMP/z8/ckpt.safetensors" "$TMP/z1to3/ckpt.safetensors" 0 1e-10 &&

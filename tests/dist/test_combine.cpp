@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <new>
 #include <thread>
 
 #include "dist/buffer_math.h"
@@ -17,6 +16,7 @@
 #include "dist/message_transport.h"
 #include "dist/threads_group.h"
 #include "tests/dist/dist_test_util.h"
+#include "tests/dist/test_ring_memory.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -38,19 +38,13 @@ Tensor special_input(DType dtype, int64_t n, int rank) {
 
 // Rings of `capacity` bytes: 0 data 0 -> 1, 1 data 1 -> 0, 2 control 0 -> 1, 3 control 1 -> 0.
 struct RingPair {
-  std::shared_ptr<char> memory;
-  RingBuffer* ring[4];
-  explicit RingPair(size_t capacity) {
-    const size_t bytes = RingBuffer::footprint(capacity);
-    memory.reset(static_cast<char*>(::operator new[](4 * bytes, std::align_val_t(kRingAlignment))),
-                 [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
-    for (int i = 0; i < 4; ++i) ring[i] = RingBuffer::create(memory.get() + i * bytes, capacity);
-  }
+  TestRings rings;
+  explicit RingPair(size_t capacity) : rings(4, capacity) {}
   std::vector<PeerLink> links(int rank) {
     std::vector<PeerLink> out(2);
     const int peer = 1 - rank;
-    out[peer].data = make_ring_stream(ring[rank], ring[peer], nullptr, memory);
-    out[peer].control = make_ring_stream(ring[2 + rank], ring[2 + peer], nullptr, memory);
+    out[peer].data = rings.stream(rank, peer);
+    out[peer].control = rings.stream(2 + rank, 2 + peer);
     return out;
   }
 };
@@ -86,8 +80,8 @@ TEST_CASE("ByteCombiner gives reduce_into's bits from pieces of any length at an
 
 TEST_CASE("a ring hands its bytes over in place, in order, across its wrap") {
   RingPair pair(64);
-  auto writer = make_ring_stream(pair.ring[0], pair.ring[1], nullptr, pair.memory);
-  auto reader = make_ring_stream(pair.ring[1], pair.ring[0], nullptr, pair.memory);
+  auto writer = pair.rings.stream(0, 1);
+  auto reader = pair.rings.stream(1, 0);
   char first[40], second[50];
   for (int i = 0; i < 40; ++i) first[i] = char(i);
   for (int i = 0; i < 50; ++i) second[i] = char(100 + i);

@@ -94,27 +94,11 @@ TEST_CASE("across hosts, auto takes recursive doubling up to its limit, two leve
     options.direct_bytes = 0;
     options.single_copy_bytes = 0;
     options.recursive_doubling_bytes = limit;
-    std::vector<LinkTierBytes> sent(4);
-    std::vector<std::vector<char>> results(4);
-    run_threads(
-        4,
-        [&](ProcessGroup& pg) {
-          Tensor t = make_input(DType::f32, length, pg.rank());
-          const LinkTierBytes before = pg.transport().bytes_sent();
-          pg.allreduce(t, CombineOp::sum)->wait();
-          const LinkTierBytes after = pg.transport().bytes_sent();
-          sent[pg.rank()] = {after.within_host - before.within_host,
-                             after.network - before.network};
-          RG_CHECK(check_reduction(t, CombineOp::sum, 4).empty(), "wrong sum");
-          results[pg.rank()] = bytes_of(t);
-        },
-        options, host_of);
+    const TierRun run = allreduce_bytes_by_tier(host_of, length, options);
     CAPTURE(limit);
-    uint64_t network = 0, within = 0;
-    for (const LinkTierBytes& s : sent) network += s.network, within += s.within_host;
-    CHECK(network == (limit ? 4 * bytes : 2 * bytes));
-    CHECK(within == 4 * bytes);
-    for (int r = 1; r < 4; ++r) CHECK(results[r] == results[0]);
+    CHECK(run.sent.network == (limit ? 4 * bytes : 2 * bytes));
+    CHECK(run.sent.within_host == 4 * bytes);
+    for (int r = 1; r < 4; ++r) CHECK(run.results[r] == run.results[0]);
   }
 }
 

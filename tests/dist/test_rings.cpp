@@ -14,6 +14,7 @@
 #include "dist/message_transport.h"
 #include "dist/shared_rings.h"
 #include "tests/dist/dist_test_util.h"
+#include "tests/dist/test_ring_memory.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -98,21 +99,13 @@ class GoneControl : public ByteStream {
 }  // namespace
 
 TEST_CASE("a peer that closes right after its last send is not a failure") {
-  constexpr size_t kCapacity = 1 << 16;
-  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
-  std::shared_ptr<char> memory(
-      static_cast<char*>(::operator new[](4 * ring_bytes, std::align_val_t(kRingAlignment))),
-      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
-  RingBuffer* ring[4];
-  for (int i = 0; i < 4; ++i)
-    ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
   // ring 0: data 0 -> 1, ring 1: data 1 -> 0, ring 2: control 0 -> 1, ring 3: control 1 -> 0.
+  const TestRings rings(4, 1 << 16);
   std::vector<PeerLink> links0(2), links1(2);
-  links0[1].data = make_ring_stream(ring[0], ring[1], nullptr, memory);
-  links0[1].control = make_ring_stream(ring[2], ring[3], nullptr, memory);
+  links0[1].data = rings.stream(0, 1);
+  links0[1].control = rings.stream(2, 3);
   auto gate = std::make_shared<Gate>();
-  links1[0].data = std::make_unique<DataShownAfterClose>(
-      make_ring_stream(ring[1], ring[0], nullptr, memory), gate);
+  links1[0].data = std::make_unique<DataShownAfterClose>(rings.stream(1, 0), gate);
   links1[0].control = std::make_unique<GoneControl>(gate);
   Options options;
   options.timeout = Milliseconds(60'000);  // a failure must come from the close, not a timeout
@@ -157,19 +150,11 @@ class DataLateOverSocket : public ByteStream {
 }  // namespace
 
 TEST_CASE("over a socket, a peer's last data may arrive well after its control stream ends") {
-  constexpr size_t kCapacity = 1 << 16;
-  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
-  std::shared_ptr<char> memory(
-      static_cast<char*>(::operator new[](2 * ring_bytes, std::align_val_t(kRingAlignment))),
-      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
-  RingBuffer* ring[2];
-  for (int i = 0; i < 2; ++i)
-    ring[i] = RingBuffer::create(memory.get() + i * ring_bytes, kCapacity);
+  const TestRings rings(2, 1 << 16);  // data 0 -> 1, data 1 -> 0
   std::vector<PeerLink> links0(2), links1(2);
-  links0[1].data = make_ring_stream(ring[0], ring[1], nullptr, memory);
+  links0[1].data = rings.stream(0, 1);
   auto gate = std::make_shared<Gate>();
-  auto late = std::make_unique<DataLateOverSocket>(
-      make_ring_stream(ring[1], ring[0], nullptr, memory), gate);
+  auto late = std::make_unique<DataLateOverSocket>(rings.stream(1, 0), gate);
   DataLateOverSocket* late_data = late.get();
   links1[0].data = std::move(late);
   links1[0].control = std::make_unique<GoneControl>(gate);
@@ -196,14 +181,9 @@ TEST_CASE("over a socket, a peer's last data may arrive well after its control s
 // after writes that leave no preview, and for frames longer than the preview.
 TEST_CASE("peek and skip give the stream's bytes, from the preview or the ring") {
   constexpr size_t kCapacity = 100;  // frames wrap often
-  const size_t ring_bytes = RingBuffer::footprint(kCapacity);
-  std::shared_ptr<char> memory(
-      static_cast<char*>(::operator new[](2 * ring_bytes, std::align_val_t(kRingAlignment))),
-      [](char* p) { ::operator delete[](p, std::align_val_t(kRingAlignment)); });
-  RingBuffer* a_to_b = RingBuffer::create(memory.get(), kCapacity);
-  RingBuffer* b_to_a = RingBuffer::create(memory.get() + ring_bytes, kCapacity);
-  auto a = make_ring_stream(a_to_b, b_to_a, nullptr, memory);
-  auto b = make_ring_stream(b_to_a, a_to_b, nullptr, memory);
+  const TestRings rings(2, kCapacity);
+  auto a = rings.stream(0, 1);
+  auto b = rings.stream(1, 0);
   uint8_t next = 0;
   auto bytes = [&](size_t n) {
     std::vector<char> v(n);

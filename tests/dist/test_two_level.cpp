@@ -112,23 +112,8 @@ TEST_CASE("across hosts the two-level all-reduce sends 2/3 of the flat ring's by
   const int64_t length = 1 << 16;  // f32: 256 KiB
   const uint64_t bytes = length * 4;
   for (AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::two_level}) {
-    std::vector<LinkTierBytes> sent(4);
-    run_threads(
-        4,
-        [&](ProcessGroup& pg) {
-          Tensor t = make_input(DType::f32, length, pg.rank());
-          const LinkTierBytes before = pg.transport().bytes_sent();
-          pg.allreduce(t, CombineOp::sum)->wait();
-          const LinkTierBytes after = pg.transport().bytes_sent();
-          sent[pg.rank()] = {after.within_host - before.within_host,
-                             after.network - before.network};
-        },
-        forcing(algorithm), host_of);
-    uint64_t network = 0, all = 0;
-    for (const LinkTierBytes& s : sent) {
-      network += s.network;
-      all += s.network + s.within_host;
-    }
+    const LinkTierBytes sent = allreduce_bytes_by_tier(host_of, length, forcing(algorithm)).sent;
+    const uint64_t network = sent.network, all = sent.network + sent.within_host;
     CAPTURE(static_cast<int>(algorithm));
     CHECK(all == 4 * (3 * bytes / 2));
     CHECK(network == (algorithm == AllreduceAlgorithm::ring ? 3 * bytes : 2 * bytes));

@@ -162,7 +162,11 @@ void check_fsdp_equals_ddp(const Setup& s, nn::FSDPOptions options = {}) {
   const double diff = max_relative_difference(fsdp[0].params, ddp[0].params);
   MESSAGE(what.str() << ": max relative difference ZeRO-3 vs DDP: " << diff);
   CHECK(diff <= 1e-12);
-  CHECK(max_relative_difference(fsdp[0].params, single) <= 1e-12);
+  // One process on the whole batch sums its gradients in another order (one mean over the
+  // batch, not the ranks' means averaged), and AdamW's division by sqrt(v) + eps magnifies
+  // that rounding where a gradient is near zero: the DDP equivalence tests' f64 tolerance
+  // (test_equivalence.cpp). 1.1e-12 was seen with the portable build's avx2 kernels.
+  CHECK(max_relative_difference(fsdp[0].params, single) <= 1e-10);
   for (int r = 1; r < s.world; ++r) CHECK(bit_identical(fsdp[r].params, fsdp[0].params));
   for (const FsdpRankResult& rr : fsdp) {
     CHECK(rr.most_grads_after_step == 0);

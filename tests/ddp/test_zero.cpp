@@ -61,7 +61,9 @@ void check_zero_equals_ddp(Setup s) {
     double diff = max_relative_difference(zero[0].params, ddp[0].params);
     INFO("stage " << stage << ": max relative difference ZeRO vs DDP: " << diff);
     CHECK(diff <= 1e-12);
-    CHECK(max_relative_difference(zero[0].params, single) <= 1e-12);
+    // Against one process on the whole batch: another summation order, which AdamW can
+    // magnify (see test_fsdp.cpp); the DDP equivalence tests' f64 tolerance.
+    CHECK(max_relative_difference(zero[0].params, single) <= 1e-10);
     for (int r = 1; r < s.world; ++r) CHECK(bit_identical(zero[r].params, zero[0].params));
     for (const RankResult& rr : zero) {
       CHECK(rr.allreduces_inside_no_sync == 0);              // reduce-scatters, for ZeRO

@@ -6,7 +6,6 @@
 #include "core/device_interface.h"
 #include "kernels/builtin.h"
 #include "kernels/cuda/stream.h"
-#include "kernels/sim/stream_queue.h"
 
 namespace rg::dist {
 
@@ -20,9 +19,7 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
 // Whether this thread's work on sim memory waits in a stream's queue (the delayed
 // communication stream a device-stream collective runs on, dist/stream_work.h): the host
 // must not touch those bytes now, only the device's own kernels, queued in order.
-bool queued_on_stream(Device d) {
-  return d.is_sim() && sim::is_delayed(gpu::current_stream(d).handle);
-}
+bool queued_on_stream(Device d) { return gpu::current_stream_defers_host_access(d); }
 
 // `t` as the kernels of its memory see it: host memory (cpu, sim) as a cpu tensor over the
 // same bytes, for the cpu kernels (sim's interpreted kernels would compute the same, only

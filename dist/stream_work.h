@@ -33,7 +33,9 @@ class StreamWork : public PromiseWork {
   void block_host() { block_host_ = true; }  // before the work is handed out
   // Queued and finished on the device (an event query, no wait).
   bool is_completed() override;
-  // The host waits until the collective is queued on its stream (throws its error).
+  // The host waits until the collective is queued on its stream (throws its error). Bounded
+  // as Work::wait() is: the communication thread queues or fails every work it takes, and
+  // a collective stuck behind a dead peer is failed by the transport's timeout.
   void wait_queued();
   // The completion event; set by the communication thread before the work is finished.
   const std::shared_ptr<gpu::Event>& done() const { return done_; }

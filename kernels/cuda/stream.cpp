@@ -68,6 +68,10 @@ Stream current_stream(Device d) {
   return compute_stream(d);
 }
 
+bool current_stream_defers_host_access(Device d) {
+  return d.is_sim() && sim::is_delayed(current_stream(d).handle);
+}
+
 void synchronize(const Stream& s) {
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));

@@ -28,6 +28,11 @@ Stream comm_stream(Device device);
 // StreamGuard is active). On cuda this also makes `device` the thread's current device.
 Stream current_stream(Device device);
 void synchronize(const Stream& stream);
+// Whether work this thread queues on its current stream of `device` may still be pending
+// when the host reads device memory whose bytes the host can address (sim): true on sim's
+// delayed communication stream, where such memory must be touched by stream kernels only.
+// False for every device whose memory the host cannot address, and for sim's other streams.
+bool current_stream_defers_host_access(Device device);
 
 // Makes `stream` the current stream of its device for this thread, until destroyed.
 class StreamGuard {

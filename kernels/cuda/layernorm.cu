@@ -23,8 +23,10 @@
 namespace rg::RG_BACKEND {
 namespace {
 
+// 24 slots of a 4-byte type: ptxas gives 89 registers unbounded (more than 32 slots' 80,
+// which would cost occupancy); asked for 6 blocks per SM it fits 71 without spills.
 template <typename T, typename S, int N, typename G>
-__global__ void __launch_bounds__(G::kMaxThreads)
+__global__ void __launch_bounds__(G::kMaxThreads, N == 24 && sizeof(T) <= 4 ? 6 : 1)
     layernorm_kernel(T* out, S* mean, S* rstd, const T* x, const T* weight, const T* bias,
                      int64_t rows, int64_t c, double eps) {
   using C = acc_t<T>;

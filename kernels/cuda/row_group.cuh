@@ -10,7 +10,9 @@
 //               and later reads only its own elements tid + k * size, so no barrier is
 //               needed. N == 0 keeps nothing and re-reads the row in each pass.
 // row_shape picks the shape from the row length, dispatch_row_shape instantiates it:
-// d <= 1024 a warp with N = 1..32 slots (next power of two of d / 32), d <= 1024 *
+// d <= 1024 a warp with N = 1..32 slots (next power of two of d / 32, except 24 for d of
+// 513..768: GPT-2's width 768 in 32 slots would hold a quarter of each lane's registers
+// for nothing, and the registers set the occupancy of these kernels), d <= 1024 *
 // kBlockSlotBytes / sizeof(acc) a block with 2..8 slots, longer rows a 1024-thread block
 // with the row in opt-in dynamic shared memory while it fits the device's limit (227 KiB
 // on an H200: 58k f32 elements), and N == 0 beyond. A kernel caching two rows (the
@@ -137,7 +139,10 @@ inline int next_pow2(int64_t v) {
 // The shape for rows of d elements: acc_bytes the size of acc_t<T>, elem_bytes of T and
 // `cached` the rows of that length a kernel caches (elem_bytes 0: never in shared memory).
 inline RowShape row_shape(int64_t d, int acc_bytes, int elem_bytes = 0, int cached = 1) {
-  if (d <= 32 * kMaxWarpSlots) return {true, next_pow2(ceil_div(d, int64_t(32))), 32 * kWarpRows};
+  if (d <= 32 * kMaxWarpSlots) {
+    const int64_t per_lane = ceil_div(d, int64_t(32));
+    return {true, per_lane > 16 && per_lane <= 24 ? 24 : next_pow2(per_lane), 32 * kWarpRows};
+  }
   const int slots = next_pow2(ceil_div(d, int64_t(kBlockThreads)));
   if (slots * acc_bytes <= kBlockSlotBytes)
     return {false, slots, int(ceil_div(ceil_div(d, int64_t(slots)), int64_t(32)) * 32)};
@@ -182,6 +187,8 @@ void dispatch_row_shape(const RowShape& shape, F&& f) {
       return f(Slots<8>{}, W{});
     case 16:
       return f(Slots<16>{}, W{});
+    case 24:
+      return f(Slots<24>{}, W{});
     case 32:
       return f(Slots<32>{}, W{});
     case -2:

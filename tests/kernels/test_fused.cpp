@@ -170,12 +170,12 @@ void check_cross_entropy_rows(Device device, DType dtype, int64_t n, int64_t d, 
 }  // namespace
 
 // Every launch shape of the row kernels (kernels/cuda/row_group.cuh): a warp per row with
-// 1, 2 and 32 slots per lane (D = 1, 31..33, 1024), a block per row with the row in
-// registers (1025, 5000) or in shared memory (9000 > 8192 f32 / 4096 f64 elements); 5 rows
-// (not a multiple of the 4 rows of a warp-shape block), row 3 all -inf.
+// 1, 2, 24 and 32 slots per lane (D = 1, 31..33, 513, 768, 769, 1024), a block per row with the row
+// in registers (1025, 5000) or in shared memory (9000 > 8192 f32 / 4096 f64 elements); 5 rows (not
+// a multiple of the 4 rows of a warp-shape block), row 3 all -inf.
 GPU_KERNEL_TEST(row_kernels_match_cpu_at_every_shape_crossover) {
   for (DType dtype : {DType::f32, DType::f64, DType::bf16})
-    for (int64_t d : {1, 31, 32, 33, 1024, 1025, 5000, 9000}) {
+    for (int64_t d : {1, 31, 32, 33, 513, 768, 769, 1024, 1025, 5000, 9000}) {
       INFO("D ", d);
       check_softmax_rows(device, dtype, 5, d, 3);
       check_layernorm_rows(device, dtype, 5, d);

@@ -24,7 +24,7 @@ namespace rg::RG_BACKEND {
 namespace {
 
 // 24 slots of a 4-byte type: ptxas gives 89 registers unbounded (more than 32 slots' 80,
-// which would cost occupancy); asked for 6 blocks per SM it fits 71 without spills.
+// which would cost occupancy); asked for 6 blocks per SM it fits 70 without spills.
 template <typename T, typename S, int N, typename G>
 __global__ void __launch_bounds__(G::kMaxThreads, N == 24 && sizeof(T) <= 4 ? 6 : 1)
     layernorm_kernel(T* out, S* mean, S* rstd, const T* x, const T* weight, const T* bias,

@@ -131,6 +131,22 @@ TEST_CASE("a request takes the smallest free block that fits") {
   CHECK(d.allocator.stats().largest_free_block == 2 * kMiB);
 }
 
+TEST_CASE("the large pool keeps a rest only over 1 MiB; a smaller one stays with the block") {
+  FakeDevice d(64 * kMiB);
+  char* a = d.alloc(3 * kMiB);  // a 20 MiB segment: the 17 MiB rest is kept
+  CHECK(d.allocator.stats().splits == 1);
+  char* b = d.alloc(16 * kMiB + kMiB / 2);  // takes the 17 MiB block whole
+  CHECK(b == a + 3 * kMiB);
+  AllocatorStats s = d.allocator.stats();
+  CHECK(s.splits == 1);
+  CHECK(s.active - s.allocated == kMiB / 2);
+  CHECK(s.largest_free_block == 0);
+  CHECK(fake::allocs == 1);
+  d.free(a);
+  d.free(b);
+  CHECK(d.allocator.stats().largest_free_block == 20 * kMiB);
+}
+
 TEST_CASE("a freed block is reused only on its own stream, and pools stay apart") {
   FakeDevice d(256 * kMiB);
   char* p = d.alloc(4096, kStreamA);

@@ -14,10 +14,21 @@ namespace rg {
 
 struct AllocatorStats {
   size_t allocated = 0;            // bytes handed out and not yet freed
-  size_t reserved = 0;             // bytes held from the system (allocated + cached)
+  size_t reserved = 0;             // bytes held from the system (active + free cached)
   size_t peak_allocated = 0;       // high-water mark of `allocated`
   uint64_t system_allocs = 0;      // calls to the system allocator (malloc/cudaMalloc)
   MemoryCategoryStats categories;  // `allocated` split by what it holds, with phase peaks
+  // The device allocators' blocks and segments (kernels/cuda/block_pool.h); 0 on the cpu.
+  size_t active = 0;          // bytes of blocks in use or waiting for other streams (>= allocated)
+  size_t inactive_split = 0;  // free bytes in segments that also hold other blocks
+  size_t largest_free_block = 0;  // the largest request served without a new segment
+  uint64_t segments = 0, splits = 0, merges = 0;
+  size_t free_cached() const { return segments == 0 ? 0 : reserved - active; }
+  // 1 - largest free block / free cached bytes: 0 when the free memory is one block (or there
+  // is none), near 1 when it is scattered in pieces too small for a large request.
+  double fragmentation() const {
+    return free_cached() == 0 ? 0.0 : 1.0 - double(largest_free_block) / double(free_cached());
+  }
 };
 
 struct DeviceInterface {

@@ -35,8 +35,24 @@ std::string MemoryReport::table() const {
     out += row(rg::memory_category_name(rg::MemoryCategory(c)),
                {phases_[0].peak[c], phases_[1].peak[c], phases_[2].peak[c]});
   out += row("total (peak)", {phases_[0].peak_total, phases_[1].peak_total, phases_[2].peak_total});
-  return out + row("model state", {phases_[0].peak_model_state, phases_[1].peak_model_state,
-                                   phases_[2].peak_model_state});
+  out += row("model state", {phases_[0].peak_model_state, phases_[1].peak_model_state,
+                             phases_[2].peak_model_state});
+  if (!device_.is_cpu()) out += allocator_line(rg::memory_stats(device_)) + "\n";
+  return out;
+}
+
+std::string allocator_line(const rg::AllocatorStats& s) {
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "allocator: reserved %.2f MiB, active %.2f, allocated %.2f, inactive split %.2f, "
+                "largest free block %.2f; %llu segments, %llu splits, %llu merges; "
+                "fragmentation %.3f",
+                s.reserved / 1048576.0, s.active / 1048576.0, s.allocated / 1048576.0,
+                s.inactive_split / 1048576.0, s.largest_free_block / 1048576.0,
+                static_cast<unsigned long long>(s.segments),
+                static_cast<unsigned long long>(s.splits),
+                static_cast<unsigned long long>(s.merges), s.fragmentation());
+  return line;
 }
 
 }  // namespace rgtrain

@@ -2,7 +2,10 @@
 // optimizer state, buckets, activations saved for backward, other) in each phase of one
 // training step: forward, backward and the optimizer step. train_step marks the phases; the
 // report is printed after the first step and again after the second, the steady state (from
-// then on the optimizer's state lives through forward and backward too).
+// then on the optimizer's state lives through forward and backward too). On a device (sim,
+// cuda) a last line gives the caching allocator's state after the step: reserved, active and
+// allocated bytes, the free pieces of split segments, the largest free block, segments,
+// splits, merges, and fragmentation (AllocatorStats::fragmentation, core/device_interface.h).
 #pragma once
 #include <array>
 #include <string>
@@ -31,5 +34,8 @@ class MemoryReport {
   std::string step_label_;  // "first step", "second step"
   std::array<rg::MemoryCategoryStats, int(StepPhase::count)> phases_{};
 };
+
+// "allocator: reserved 22.00 MiB, active ...; 3 segments, ...; fragmentation 0.071"
+std::string allocator_line(const rg::AllocatorStats& stats);
 
 }  // namespace rgtrain

@@ -16,55 +16,56 @@ std::string mib(size_t bytes) { return str(bytes / (1024.0 * 1024.0), " MiB"); }
 CachingAllocator::CachingAllocator(std::string device_name, RawMemory raw, int device)
     : name_(std::move(device_name)), raw_(raw), device_(device) {}
 
-// 512-byte granules up to 1 MiB, then a 3-bit mantissa (at most 12.5% waste) so that
-// nearby sizes share a class.
-size_t CachingAllocator::size_class(size_t n) {
-  n = n == 0 ? 1 : n;
-  if (n <= (size_t(1) << 20)) return (n + 511) & ~size_t(511);
-  int msb = 63 - __builtin_clzll(n);
-  size_t step = size_t(1) << (msb - 3);
-  return (n + step - 1) & ~(step - 1);
-}
-
 void* CachingAllocator::allocate(size_t nbytes, void* stream) {
-  size_t cls = size_class(nbytes);
+  const size_t size = BlockPool::round_size(nbytes);
+  const FreeListKey key{stream, BlockPool::is_small(size)};
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) return_finished_locked(false);
-  Bucket& bucket = buckets_[{stream, cls}];
-  void* p = nullptr;
-  if (!bucket.cached.empty()) {
-    p = bucket.cached.back();
-    bucket.cached.pop_back();
-  } else {
-    // Room for this block's return, before there is a block to lose if this throws.
-    size_t needed = bucket.cached.size() + bucket.live + 1;
-    if (bucket.cached.capacity() < needed)
-      bucket.cached.reserve(std::max(needed, 2 * bucket.cached.capacity()));
-    if (cap_ && stats_.reserved + cls > cap_) {
-      return_finished_locked(true);
-      release_cached_locked();
+  Block* block = pool_.take(key, size);
+  if (!block) {
+    const size_t bytes = BlockPool::segment_size(size);
+    void* segment = allocate_segment_locked(bytes, nbytes);
+    try {
+      pool_.add_segment(key, segment, bytes);
+    } catch (...) {  // no memory for the bookkeeping
+      raw_.release(segment, device_);
+      throw;
     }
-    if (cap_ && stats_.reserved + cls > cap_) fail_oom(nbytes, cls, "the memory cap");
-    p = raw_.allocate(cls, device_);
-    if (!p) {  // the device is full: give back what we cache and retry once
-      return_finished_locked(true);
-      release_cached_locked();
-      p = raw_.allocate(cls, device_);
-      if (!p) fail_oom(nbytes, cls, "the device's free memory");
-    }
-    stats_.reserved += cls;
-    stats_.system_allocs++;
+    block = pool_.take(key, size);  // the new segment: nothing else fitted
   }
   try {
-    live_.emplace(p, Block{cls, stream});
+    live_.emplace(block->ptr, block);
   } catch (...) {  // no memory for the bookkeeping: keep the block cached
-    bucket.cached.push_back(p);
+    pool_.give_back(block);
     throw;
   }
-  bucket.live++;
-  stats_.allocated += cls;
+  block->requested = size;
+  active_ += block->size;
+  stats_.allocated += size;
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
-  return p;
+  return block->ptr;
+}
+
+// Raw memory for a new segment of `bytes`. Short of room (the device's, or the cap's), it
+// gives the whole free segments back and tries again, then waits for the pending blocks'
+// events (they may free whole segments) and tries once more.
+void* CachingAllocator::allocate_segment_locked(size_t bytes, size_t nbytes) {
+  for (int attempt = 0;; ++attempt) {
+    const bool within_cap = !cap_ || pool_.stats().reserved + bytes <= cap_;
+    void* p = within_cap ? raw_.allocate(bytes, device_) : nullptr;
+    if (p) {
+      stats_.system_allocs++;
+      return p;
+    }
+    if (attempt == 0) {
+      pool_.release_free_segments(raw_, device_);
+    } else if (attempt == 1 && !pending_.empty()) {
+      return_finished_locked(true);
+      pool_.release_free_segments(raw_, device_);
+    } else {
+      fail_oom(nbytes, bytes, within_cap ? "the device's free memory" : "the memory cap");
+    }
+  }
 }
 
 void CachingAllocator::deallocate(void* ptr) noexcept {
@@ -75,28 +76,27 @@ void CachingAllocator::deallocate(void* ptr) noexcept {
     std::fprintf(stderr, "%s allocator: free of an unknown pointer %p\n", name_.c_str(), ptr);
     std::abort();
   }
-  const Block block = it->second;
+  Block* block = it->second;
   live_.erase(it);
-  if (block.uses == 0) return return_block_locked(ptr, block);
-  Pending pending{ptr, block, {}};
-  for (int u = 0; u < block.uses; ++u)
-    pending.events[u] = raw_.record_event(block.use[u].stream, block.use[u].device);
+  stats_.allocated -= block->requested;
+  if (block->uses == 0) return return_block_locked(block);
+  Pending pending{block, {}};
+  for (int u = 0; u < block->uses; ++u)
+    pending.events[u] = raw_.record_event(block->use[u].stream, block->use[u].device);
   pending_.push_back(pending);  // within the capacity reserved by record_stream
   --blocks_with_uses_;
 }
 
-void CachingAllocator::return_block_locked(void* ptr, const Block& block) {
-  Bucket& bucket = buckets_.find({block.stream, block.size})->second;
-  bucket.cached.push_back(ptr);  // within the capacity reserved by allocate
-  bucket.live--;
-  stats_.allocated -= block.size;
+void CachingAllocator::return_block_locked(Block* block) noexcept {
+  active_ -= block->size;
+  pool_.give_back(block);
 }
 
 void CachingAllocator::return_finished_locked(bool wait) {
   size_t kept = 0;
   for (Pending& p : pending_) {
     bool done = true;
-    for (int u = 0; u < p.block.uses; ++u) {
+    for (int u = 0; u < p.block->uses; ++u) {
       if (!p.events[u]) continue;
       if (wait) raw_.event_synchronize(p.events[u]);
       if (!raw_.event_done(p.events[u])) {
@@ -107,7 +107,7 @@ void CachingAllocator::return_finished_locked(bool wait) {
       p.events[u] = nullptr;
     }
     if (done)
-      return_block_locked(p.ptr, p.block);
+      return_block_locked(p.block);
     else
       pending_[kept++] = p;
   }
@@ -119,7 +119,7 @@ bool CachingAllocator::record_stream(void* ptr, void* stream, int stream_device)
   auto it = live_.find(ptr);
   if (it == live_.end()) return false;
   RG_CHECK(raw_.record_event, name_, " allocator: record_stream is not supported");
-  Block& block = it->second;
+  Block& block = *it->second;
   if (stream == block.stream) return true;
   for (int u = 0; u < block.uses; ++u)
     if (block.use[u].stream == stream && block.use[u].device == stream_device) return true;
@@ -130,27 +130,28 @@ bool CachingAllocator::record_stream(void* ptr, void* stream, int stream_device)
     if (pending_.capacity() < needed) pending_.reserve(std::max(needed, 2 * pending_.capacity()));
     ++blocks_with_uses_;
   }
-  block.use[block.uses++] = Use{stream, stream_device};
+  block.use[block.uses++] = StreamUse{stream, stream_device};
   return true;
 }
 
 AllocatorStats CachingAllocator::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  const BlockPoolStats pool = pool_.stats();
+  AllocatorStats s = stats_;
+  s.reserved = pool.reserved;
+  s.active = active_;
+  s.inactive_split = pool.inactive_split;
+  s.largest_free_block = pool.largest_free;
+  s.segments = pool.segments;
+  s.splits = pool.splits;
+  s.merges = pool.merges;
+  return s;
 }
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
   return_finished_locked(false);
-  release_cached_locked();
-}
-
-void CachingAllocator::release_cached_locked() {
-  for (auto& [key, bucket] : buckets_) {  // buckets stay: allocate() may hold one
-    for (void* p : bucket.cached) raw_.release(p, device_);
-    stats_.reserved -= key.second * bucket.cached.size();
-    bucket.cached.clear();
-  }
+  pool_.release_free_segments(raw_, device_);
 }
 
 void CachingAllocator::set_memory_fraction(double fraction) {
@@ -161,10 +162,12 @@ void CachingAllocator::set_memory_fraction(double fraction) {
   cap_ = static_cast<size_t>(fraction * static_cast<double>(raw_.total(device_)));
 }
 
-void CachingAllocator::fail_oom(size_t nbytes, size_t cls, const char* why) {
-  RG_FAIL(name_, " out of memory: tried to allocate ", nbytes, " bytes (", mib(cls),
-          " block), which exceeds ", why, ". Allocated ", mib(stats_.allocated), ", reserved ",
-          mib(stats_.reserved), ", peak ", mib(stats_.peak_allocated),
+void CachingAllocator::fail_oom(size_t nbytes, size_t bytes, const char* why) {
+  const BlockPoolStats pool = pool_.stats();
+  RG_FAIL(name_, " out of memory: tried to allocate ", nbytes, " bytes (a ", mib(bytes),
+          " segment), which exceeds ", why, ". Allocated ", mib(stats_.allocated), ", reserved ",
+          mib(pool.reserved), " (", mib(pool.free), " free, the largest free block ",
+          mib(pool.largest_free), "), peak ", mib(stats_.peak_allocated),
           cap_ ? str(", cap ", mib(cap_), " (fraction ", fraction_, " of ",
                      mib(raw_.total(device_)), ")")
                : str(", device total ", mib(raw_.total(device_))));

@@ -1,23 +1,25 @@
 // Caching allocator for device memory, shared by the cuda device (cudaMalloc underneath)
 // and the sim device (aligned host malloc underneath), so sim exercises the same logic.
-// Freed blocks are kept in per-stream free lists keyed by a rounded size class and handed
-// out again without touching the system allocator; a block freed on one stream is reused
-// only by allocations on that stream (work queued there is ordered before the reuse).
+// Raw allocations (segments) are carved into blocks, split and merged by BlockPool
+// (block_pool.h), with a free list per stream and pool (small, large): a block freed on one
+// stream is reused only by allocations on that stream (work queued there is ordered before
+// the reuse), without touching the system allocator.
 // A block also used on other streams (record_stream, as PyTorch's) returns to its free list
 // only once an event recorded on each of them at the free has completed: until then those
 // streams may still read or write it.
-// A cap (a fraction of device memory) turns into a clear out-of-memory rg::Error.
+// When the device (or the cap, a fraction of device memory) has no room for a new segment,
+// the whole free segments are given back and the allocation tried again, then once more
+// after waiting for the pending blocks' events; then a clear out-of-memory rg::Error.
 #pragma once
 #include <array>
 #include <cstddef>
-#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "core/device_interface.h"
+#include "kernels/cuda/block_pool.h"
 
 namespace rg::gpu {
 
@@ -40,54 +42,40 @@ class CachingAllocator {
 
   void* allocate(size_t nbytes, void* stream);
   // Never allocates or throws: it runs in Storage's destructor, also while an out-of-memory
-  // error unwinds. allocate() reserves the free-list slot each live block returns to.
+  // error unwinds. Each block keeps what its return needs (block_pool.h).
   void deallocate(void* ptr) noexcept;
   // Marks the block at `ptr` (an allocate() result) as used by work on `stream`, so that
   // freeing it waits for that work. False (nothing recorded) if `ptr` is not a live block
   // of this allocator.
   bool record_stream(void* ptr, void* stream, int stream_device);
   AllocatorStats stats();
-  void empty_cache();
+  void empty_cache();                         // gives the whole free segments back
   void set_memory_fraction(double fraction);  // (0, 1]
 
-  static size_t size_class(size_t nbytes);
+  // The bytes allocate(nbytes) counts in `allocated`: nbytes rounded up to 512.
+  static size_t size_class(size_t nbytes) { return BlockPool::round_size(nbytes); }
 
  private:
-  static constexpr int kMaxUses = 4;  // streams besides the block's own
-  struct Use {
-    void* stream;
-    int device;
-  };
-  struct Block {
-    size_t size;
-    void* stream;
-    int uses = 0;
-    std::array<Use, kMaxUses> use{};
-  };
   struct Pending {  // freed, waiting for the events of its other streams
-    void* ptr;
-    Block block;
+    Block* block;
     std::array<void*, kMaxUses> events{};
   };
-  struct Bucket {               // the blocks of one (stream, class)
-    std::vector<void*> cached;  // capacity >= cached.size() + live, so a free never grows it
-    size_t live = 0;
-  };
-  void release_cached_locked();
-  void return_block_locked(void* ptr, const Block& block);
+  void* allocate_segment_locked(size_t bytes, size_t nbytes);
+  void return_block_locked(Block* block) noexcept;
   void return_finished_locked(bool wait);  // pending blocks whose events are done
-  [[noreturn]] void fail_oom(size_t nbytes, size_t cls, const char* why);
+  [[noreturn]] void fail_oom(size_t nbytes, size_t bytes, const char* why);
 
   std::string name_;
   RawMemory raw_;
   int device_;
   std::mutex mutex_;
-  std::map<std::pair<void*, size_t>, Bucket> buckets_;  // (stream, class) -> blocks
-  std::unordered_map<void*, Block> live_;
+  BlockPool pool_;
+  std::unordered_map<void*, Block*> live_;
   std::vector<Pending> pending_;  // capacity >= size + live blocks with uses (no growth)
   size_t blocks_with_uses_ = 0;
-  AllocatorStats stats_;
-  size_t cap_ = 0;  // 0: no cap
+  size_t active_ = 0;     // bytes of blocks in use or pending
+  AllocatorStats stats_;  // allocated, peak_allocated, system_allocs
+  size_t cap_ = 0;        // 0: no cap
   double fraction_ = 1.0;
 };
 

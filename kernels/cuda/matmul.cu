@@ -10,9 +10,11 @@
 // cuBLASLt's bias has the length of D's (column-major) rows: N, one value per row-major
 // column, as linear needs. f64 (cuBLASLt's epilogues are not documented for 64F compute), an
 // algorithm cuBLASLt does not offer, and K = 0 write the bias into out and run the cuBLAS
-// GEMM with beta = 1 instead: the same result with one extra write of out.
+// GEMM with beta = 1 instead: the same result with one extra write of out. Its descriptors
+// and algorithm are cached per shape, dtype, alignment and epilogue (lt_plan_cache.cuh).
 #include "kernels/contracts.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/lt_plan_cache.cuh"
 #include "kernels/linear_shapes.h"
 #if RG_SIM
 #include "kernels/sim/cublas_shim.h"
@@ -116,19 +118,6 @@ void run_matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
 
 // ---- linear
 
-// The descriptors of one cublasLtMatmul call, destroyed with it.
-struct LtCall {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtCall() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    for (cublasLtMatrixLayout_t l : {a, b, d})
-      if (l) cublasLtMatrixLayoutDestroy(l);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-};
-
 // The largest power of two (up to 256) dividing the address: cuBLASLt's heuristic assumes
 // 256-byte aligned operands unless told less, and a view may start anywhere.
 uint32_t alignment_of(const void* p) {
@@ -145,48 +134,63 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType type, const Operan
                                           uint64_t(n ? op_cols : op_rows), o.ld));
 }
 
-void set_preferences(LtCall& call, size_t workspace_bytes, const void* a, const void* b,
-                     const void* d) {
+void set_preferences(LtCall& call, const LtPlanKey& key) {
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
-  uint64_t bytes = workspace_bytes;
+  uint64_t bytes = uint64_t(key.workspace_bytes);
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)));
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligned[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, d},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d}};
-  for (const auto& [attr, ptr] : aligned) {
-    uint32_t alignment = alignment_of(ptr);
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, int64_t> aligned[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  for (const auto& [attr, value] : aligned) {
+    uint32_t alignment = uint32_t(value);
     CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(call.pref, attr, &alignment, sizeof(alignment)));
   }
 }
 
-// out [m,n] = x [m,k] @ wt [k,n] (+ bias) as one cublasLtMatmul (f32, bf16); false when
-// cuBLASLt offers no algorithm for it (nothing written then).
-bool linear_by_cublaslt(const Tensor& out, const Tensor& x, const Operand& ox, const Tensor& wt,
-                        const Operand& ow, const Tensor& bias) {
-  const int64_t m = out.size(0), n = out.size(1), k = x.size(1);
-  const cudaDataType type = data_type(out.dtype());
-  LtCall call;
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.desc, compute_type(out.dtype()), CUDA_R_32F));
-  const int32_t transa = ow.op, transb = ox.op;
-  const uint32_t epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-  const void* bias_ptr = bias.defined() ? bias.data_ptr() : nullptr;
+// The descriptors of `key` and cuBLASLt's first choice of algorithm for them, if any.
+std::shared_ptr<LtPlan> build_plan(const LtPlanKey& key, cublasLtHandle_t handle) {
+  auto plan = std::make_shared<LtPlan>();
+  LtCall& call = plan->call;
+  CUBLAS_CHECK(
+      cublasLtMatmulDescCreate(&call.desc, cublasComputeType_t(key.compute_type), CUDA_R_32F));
+  const int32_t transa = int32_t(key.transa), transb = int32_t(key.transb);
+  const uint32_t epilogue = uint32_t(key.epilogue);
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
                                               sizeof(transa)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
                                               sizeof(transb)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                               sizeof(epilogue)));
-  if (bias_ptr)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                &bias_ptr, sizeof(bias_ptr)));
   // column-major: D = out^T [n, m] = op(wt)^T-view [n, k] * op(x)^T-view [k, m]
-  make_layout(&call.a, type, ow, n, k);
-  make_layout(&call.b, type, ox, k, m);
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, type, uint64_t(n), uint64_t(m), n));
+  const auto type = cudaDataType(key.data_type);
+  make_layout(&call.a, type, {true, cublasOperation_t(key.transa), key.lda}, key.n, key.k);
+  make_layout(&call.b, type, {true, cublasOperation_t(key.transb), key.ldb}, key.k, key.m);
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, type, uint64_t(key.n), uint64_t(key.m), key.n));
+  set_preferences(call, key);
+  cublasLtMatmulHeuristicResult_t found{};
+  int count = 0;
+  plan->has_algorithm =
+      cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.d, call.d, call.pref,
+                                     1, &found, &count) == CUBLAS_STATUS_SUCCESS &&
+      count > 0 && found.state == CUBLAS_STATUS_SUCCESS;
+  plan->algo = found.algo;
+  return plan;
+}
+
+// Plans by key, shared by every thread and device of this backend (the key names the device).
+LtPlanCache& plan_cache() {
+  static LtPlanCache* cache = new LtPlanCache(1024);  // see lt_plan_cache.cuh: never destroyed
+  return *cache;
+}
+
+// out [m,n] = x [m,k] @ wt [k,n] (+ bias) as one cublasLtMatmul (f32, bf16); false when
+// cuBLASLt offers no algorithm for it (nothing written then).
+bool linear_by_cublaslt(const Tensor& out, const Tensor& x, const Operand& ox, const Tensor& wt,
+                        const Operand& ow, const Tensor& bias) {
 #if RG_SIM
   cublasLtHandle_t handle;  // the shim computes at once: run what the stream queued first
   CUBLAS_CHECK(cublasLtCreate(&handle));
@@ -199,17 +203,34 @@ bool linear_by_cublaslt(const Tensor& out, const Tensor& x, const Operand& ox, c
   void* workspace = lt.workspace;
   size_t workspace_bytes = lt.workspace_bytes;
 #endif
-  set_preferences(call, workspace_bytes, wt.data_ptr(), x.data_ptr(), out.data_ptr());
-  cublasLtMatmulHeuristicResult_t found{};
-  int count = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.d, call.d, call.pref,
-                                     1, &found, &count) != CUBLAS_STATUS_SUCCESS ||
-      count == 0 || found.state != CUBLAS_STATUS_SUCCESS)
-    return false;
+  const void* bias_ptr = bias.defined() ? bias.data_ptr() : nullptr;
+  const LtPlanKey key{out.device().index,
+                      out.size(0),
+                      out.size(1),
+                      x.size(1),
+                      data_type(out.dtype()),
+                      compute_type(out.dtype()),
+                      ow.op,
+                      ox.op,
+                      ow.ld,
+                      ox.ld,
+                      bias_ptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
+                      alignment_of(wt.data_ptr()),
+                      alignment_of(x.data_ptr()),
+                      alignment_of(out.data_ptr()),
+                      bias_ptr ? alignment_of(bias_ptr) : 0,
+                      int64_t(workspace_bytes)};
+  std::shared_ptr<LtPlan> plan = plan_cache().get(key, [&] { return build_plan(key, handle); });
+  if (!plan->has_algorithm) return false;
   const float alpha = 1, beta = 0;
-  CUBLAS_CHECK(cublasLtMatmul(handle, call.desc, &alpha, wt.data_ptr(), call.a, x.data_ptr(),
-                              call.b, &beta, out.data_ptr(), call.d, out.data_ptr(), call.d,
-                              &found.algo, workspace, workspace_bytes, stream_for(out)));
+  std::lock_guard<std::mutex> lock(plan->launch);
+  if (bias_ptr)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                &bias_ptr, sizeof(bias_ptr)));
+  CUBLAS_CHECK(cublasLtMatmul(handle, plan->call.desc, &alpha, wt.data_ptr(), plan->call.a,
+                              x.data_ptr(), plan->call.b, &beta, out.data_ptr(), plan->call.d,
+                              out.data_ptr(), plan->call.d, &plan->algo, workspace, workspace_bytes,
+                              stream_for(out)));
   return true;
 }
 

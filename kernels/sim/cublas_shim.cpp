@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -131,6 +132,14 @@ cublasStatus_t cublasGemmStridedBatchedEx(
 }
 
 // ---- cuBLASLt
+namespace {
+std::atomic<uint64_t> heuristic_queries{0}, descriptors_created{0};
+std::atomic<bool> offer_no_algorithm{false};
+}  // namespace
+
+LtShimCounters lt_shim_counters() { return {heuristic_queries.load(), descriptors_created.load()}; }
+void lt_shim_offer_no_algorithm(bool refuse) { offer_no_algorithm = refuse; }
+
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
   static LtContext context;
   *handle = &context;
@@ -140,6 +149,7 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                         cudaDataType scale_type) {
   *desc = new LtMatmulDesc{compute, scale_type};
+  descriptors_created++;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -209,6 +219,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
                                               cublasLtMatmulPreference_t, int requested,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int* returned) {
+  heuristic_queries++;
+  if (offer_no_algorithm) {
+    *returned = 0;
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (desc->compute == CUBLAS_COMPUTE_64F && desc->epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   *returned = requested > 0 ? 1 : 0;

@@ -116,6 +116,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const cublasLtMatmulAlgo_t* algo, void* workspace,
                               size_t workspace_bytes, void* stream);
 
+// For tests of matmul.cu's plan cache: how many heuristic queries and matmul descriptors the
+// shim has served (process-wide), and a switch that makes the heuristic offer no algorithm
+// (as cuBLASLt does for some shapes), so that the caller's fallback runs.
+struct LtShimCounters {
+  uint64_t heuristic_queries = 0;
+  uint64_t descriptors_created = 0;
+};
+LtShimCounters lt_shim_counters();
+void lt_shim_offer_no_algorithm(bool refuse);
+
 }  // namespace rg::sim
 
 #define CUBLAS_CHECK(call)                                                           \

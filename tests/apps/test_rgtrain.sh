@@ -323,6 +323,14 @@ PY
 then ok "--memory-report: every category per phase; buckets only under DDP; peak on the live line"
 else bad "--memory-report: $(cat "$TMP/mem1.out" "$TMP/mem2.out")"; fi
 
+# --memory-report on a device: the allocator's line (segments, splits, fragmentation) closes
+# each table; on the cpu there is none.
+"$RGTRAIN" "${TINY[@]}" --device sim --steps 2 --memory-report >"$TMP/mem_sim.out" 2>&1
+if [ "$(grep -cE '^allocator: reserved [0-9.]+ MiB, active [0-9.]+, allocated [0-9.]+, inactive split [0-9.]+, largest free block [0-9.]+; [1-9][0-9]* segments, [0-9]+ splits, [0-9]+ merges; fragmentation 0\.[0-9]{3}$' "$TMP/mem_sim.out")" = 2 ] &&
+   ! grep -q '^allocator:' "$TMP/mem1.out"
+then ok "--memory-report on sim: the allocator's segments and fragmentation after each step"
+else bad "--memory-report on sim: $(cat "$TMP/mem_sim.out")"; fi
+
 # --memory-report under --zero 1 and --zero 2 (2 ranks, one micro-batch per step, a model of
 # ~1.5 MiB of gradients): stage 2 holds about half the gradient bytes in the optimizer phase (its
 # shards; every .grad freed) and no bucket buffers before the first backward.

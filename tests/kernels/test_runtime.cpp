@@ -18,7 +18,10 @@ GPU_KERNEL_TEST(allocator_reuses_freed_blocks_without_system_allocations) {
   CHECK(s.reserved >= s.allocated);
   CHECK(s.peak_allocated >= size_t(1 << 18));
   empty_cache(device);
-  CHECK(memory_stats(device).reserved == memory_stats(device).allocated);
+  // Only whole free segments go back: what stays is in use, or free beside blocks in use.
+  AllocatorStats after = memory_stats(device);
+  CHECK(after.reserved == after.active + after.inactive_split);
+  CHECK(after.active >= after.allocated);
 }
 
 GPU_KERNEL_TEST(allocator_keeps_a_pool_per_stream) {
@@ -76,13 +79,10 @@ GPU_KERNEL_TEST(pinned_memory_round_trips_through_async_copies) {
   for (int64_t i = 0; i < 1025; ++i) REQUIRE(back.data<float>()[i] == float(i));
 }
 
-TEST_CASE("size classes round up by at most 12.5% and share nearby sizes") {
+TEST_CASE("block sizes round requests up to 512 bytes") {
   using gpu::CachingAllocator;
+  CHECK(CachingAllocator::size_class(0) == 512);
   CHECK(CachingAllocator::size_class(1) == 512);
   CHECK(CachingAllocator::size_class(513) == 1024);
-  for (size_t n : {size_t(3) << 20, size_t(5000001), size_t(1) << 30}) {
-    size_t c = CachingAllocator::size_class(n);
-    CHECK(c >= n);
-    CHECK(double(c) <= 1.125 * double(n) + 1);
-  }
+  CHECK(CachingAllocator::size_class((size_t(3) << 20) + 1) == (size_t(3) << 20) + 512);
 }

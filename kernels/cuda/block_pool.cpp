@@ -1,0 +1,144 @@
+// See block_pool.h.
+#include "kernels/cuda/block_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "kernels/cuda/caching_allocator.h"
+
+namespace rg::gpu {
+
+bool BySizeThenAddress::operator()(const Block* a, const Block* b) const {
+  return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+}
+bool BySizeThenAddress::operator()(const Block* a, size_t size) const { return a->size < size; }
+bool BySizeThenAddress::operator()(size_t size, const Block* b) const { return size < b->size; }
+
+BlockPool::~BlockPool() {
+  for (Block* first : segments_)
+    for (Block* b = first; b;) delete std::exchange(b, b->next);
+}
+
+size_t BlockPool::round_size(size_t nbytes) {
+  nbytes = std::max<size_t>(nbytes, 1);
+  return (nbytes + kBlockGranule - 1) / kBlockGranule * kBlockGranule;
+}
+
+size_t BlockPool::segment_size(size_t size) {
+  if (is_small(size)) return kSmallSegment;
+  if (size < kMidRequest) return kMidSegment;
+  return (size + kSegmentRounding - 1) / kSegmentRounding * kSegmentRounding;
+}
+
+// A block with a list node of its own, so that putting it in `list` never allocates.
+std::unique_ptr<Block> BlockPool::new_block(FreeList& list) {
+  auto block = std::make_unique<Block>();
+  FreeList scratch(list.key_comp());
+  scratch.insert(block.get());
+  block->node = scratch.extract(scratch.begin());
+  return block;
+}
+
+void BlockPool::insert_free(Block* block) noexcept {
+  block->free = true;
+  stats_.free += block->size;
+  if (!block->whole_segment()) stats_.inactive_split += block->size;
+  block->list->insert(std::move(block->node));
+}
+
+void BlockPool::erase_free(Block* block) noexcept {
+  block->node = block->list->extract(block);
+  block->free = false;
+  stats_.free -= block->size;
+  if (!block->whole_segment()) stats_.inactive_split -= block->size;
+}
+
+Block* BlockPool::take(const FreeListKey& key, size_t size) {
+  auto found = lists_.find(key);
+  if (found == lists_.end()) return nullptr;
+  FreeList& list = found->second;
+  auto it = list.lower_bound(size);
+  if (it == list.end()) return nullptr;
+  Block* block = *it;
+  const size_t rest = block->size - size;
+  const bool split = key.small ? rest >= kBlockGranule : rest > kLargeSplitMin;
+  std::unique_ptr<Block> remainder = split ? new_block(list) : nullptr;  // may throw: first
+  erase_free(block);
+  if (remainder) {
+    remainder->ptr = block->ptr + size;
+    remainder->size = rest;
+    remainder->stream = block->stream;
+    remainder->list = &list;
+    remainder->prev = block;
+    remainder->next = block->next;
+    if (block->next) block->next->prev = remainder.get();
+    block->next = remainder.get();
+    block->size = size;
+    insert_free(remainder.release());
+    stats_.splits++;
+  }
+  return block;
+}
+
+void BlockPool::add_segment(const FreeListKey& key, void* ptr, size_t bytes) {
+  FreeList& list = lists_[key];
+  std::unique_ptr<Block> block = new_block(list);
+  segments_.insert(block.get());
+  block->ptr = static_cast<char*>(ptr);
+  block->size = bytes;
+  block->stream = key.stream;
+  block->list = &list;
+  stats_.reserved += bytes;
+  stats_.segments++;
+  insert_free(block.release());
+}
+
+void BlockPool::give_back(Block* block) noexcept {
+  block->uses = 0;
+  if (block->prev && block->prev->free) {  // the lower block absorbs this one
+    Block* prev = block->prev;
+    erase_free(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (block->next) block->next->prev = prev;
+    delete block;
+    block = prev;
+    stats_.merges++;
+  }
+  if (block->next && block->next->free) {
+    Block* next = block->next;
+    erase_free(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next) next->next->prev = block;
+    delete next;
+    stats_.merges++;
+  }
+  insert_free(block);
+}
+
+size_t BlockPool::release_free_segments(const RawMemory& raw, int device) noexcept {
+  size_t released = 0;
+  for (auto& [key, list] : lists_)
+    for (auto it = list.begin(); it != list.end();) {
+      Block* block = *it++;
+      if (!block->whole_segment()) continue;
+      erase_free(block);
+      segments_.erase(block);
+      raw.release(block->ptr, device);
+      released += block->size;
+      stats_.reserved -= block->size;
+      stats_.segments--;
+      delete block;
+    }
+  return released;
+}
+
+BlockPoolStats BlockPool::stats() const {
+  BlockPoolStats s = stats_;
+  for (const auto& [key, list] : lists_)
+    if (!list.empty()) s.largest_free = std::max(s.largest_free, (*list.rbegin())->size);
+  return s;
+}
+
+}  // namespace rg::gpu

@@ -53,7 +53,7 @@ void BlockPool::erase_free(Block* block) noexcept {
   if (!block->whole_segment()) stats_.inactive_split -= block->size;
 }
 
-Block* BlockPool::take(const FreeListKey& key, size_t size) {
+Block* BlockPool::take(const FreeListKey& key, size_t size, bool may_split) {
   auto found = lists_.find(key);
   if (found == lists_.end()) return nullptr;
   FreeList& list = found->second;
@@ -61,7 +61,7 @@ Block* BlockPool::take(const FreeListKey& key, size_t size) {
   if (it == list.end()) return nullptr;
   Block* block = *it;
   const size_t rest = block->size - size;
-  const bool split = key.small ? rest >= kBlockGranule : rest > kLargeSplitMin;
+  const bool split = may_split && (key.small ? rest >= kBlockGranule : rest > kLargeSplitMin);
   std::unique_ptr<Block> remainder = split ? new_block(list) : nullptr;  // may throw: first
   erase_free(block);
   if (remainder) {

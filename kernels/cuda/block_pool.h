@@ -87,9 +87,9 @@ class BlockPool {
   static size_t segment_size(size_t size);  // the segment a new block of `size` comes in
   static bool is_small(size_t size) { return size <= kSmallRequest; }
 
-  // The best fit for `size` in the list of `key`, out of the list and split; null when no free
-  // block fits. Throws (std::bad_alloc) only before it changes anything.
-  Block* take(const FreeListKey& key, size_t size);
+  // The best fit for `size` in the list of `key`, out of the list and (when `split`) split;
+  // null when no free block fits. Throws (std::bad_alloc) only before it changes anything.
+  Block* take(const FreeListKey& key, size_t size, bool split = true);
   // Adds raw memory [ptr, ptr + bytes) as one free block of `key`'s list. Throws only before
   // it changes anything (the caller still owns ptr then).
   void add_segment(const FreeListKey& key, void* ptr, size_t bytes);

@@ -21,9 +21,10 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   const FreeListKey key{stream, BlockPool::is_small(size)};
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) return_finished_locked(false);
-  Block* block = pool_.take(key, size);
+  const bool split = !raw_.whole_blocks;
+  Block* block = pool_.take(key, size, split);
   if (!block) {
-    const size_t bytes = BlockPool::segment_size(size);
+    const size_t bytes = split ? BlockPool::segment_size(size) : size;
     void* segment = allocate_segment_locked(bytes, nbytes);
     try {
       pool_.add_segment(key, segment, bytes);
@@ -31,7 +32,7 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
       raw_.release(segment, device_);
       throw;
     }
-    block = pool_.take(key, size);  // the new segment: nothing else fitted
+    block = pool_.take(key, size, split);  // the new segment: nothing else fitted
   }
   try {
     live_.emplace(block->ptr, block);

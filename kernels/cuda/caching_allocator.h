@@ -33,6 +33,10 @@ struct RawMemory {
   bool (*event_done)(void* event) noexcept = nullptr;
   void (*event_synchronize)(void* event) noexcept = nullptr;
   void (*event_release)(void* event) noexcept = nullptr;
+  // Each block its own segment, never split: sim-check watches each raw allocation as one
+  // allocation with red zones around it (kernels/sim/check), so blocks sharing a segment
+  // would hide an overrun into a neighbour and share one live flag.
+  bool whole_blocks = false;
 };
 
 class CachingAllocator {

@@ -52,6 +52,7 @@ gpu::RawMemory raw_host_memory() {
   raw.event_done = queue_event_done;
   raw.event_synchronize = queue_event_synchronize;
   raw.event_release = queue_event_release;
+  raw.whole_blocks = check::instrumented();
   return raw;
 }
 

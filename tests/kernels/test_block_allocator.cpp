@@ -57,15 +57,16 @@ void event_release(void*) noexcept {}
 }  // namespace fake
 
 struct FakeDevice {
-  explicit FakeDevice(size_t budget) : allocator("fake", raw(budget), 0) {}
+  explicit FakeDevice(size_t budget, bool whole_blocks = false)
+      : allocator("fake", raw(budget, whole_blocks), 0) {}
   ~FakeDevice() { allocator.empty_cache(); }
-  static rg::gpu::RawMemory raw(size_t budget) {
+  static rg::gpu::RawMemory raw(size_t budget, bool whole_blocks) {
     fake::budget = budget;
     fake::in_use = 0;
     fake::allocs = fake::releases = 0;
     fake::events.clear();
-    return {fake::allocate,   fake::release,           fake::total,        fake::record_event,
-            fake::event_done, fake::event_synchronize, fake::event_release};
+    return {fake::allocate,   fake::release,           fake::total,         fake::record_event,
+            fake::event_done, fake::event_synchronize, fake::event_release, whole_blocks};
   }
   char* alloc(size_t n, void* stream = kStreamA) {
     return static_cast<char*>(allocator.allocate(n, stream));
@@ -242,4 +243,24 @@ TEST_CASE("allocator stats add up over a random sequence, and every segment ends
   CHECK(s.free_cached() == s.reserved);
   d.allocator.empty_cache();
   CHECK(fake::in_use == 0);
+}
+
+// sim-check's raw memory (RawMemory::whole_blocks): every block is a raw allocation of its
+// own size and is never split, so each allocation keeps its own red zones and live flag.
+TEST_CASE("whole blocks: each allocation its own segment, never split") {
+  FakeDevice d(64 * kMiB, /*whole_blocks=*/true);
+  char* a = d.alloc(1000);
+  char* b = d.alloc(3000);
+  CHECK(fake::allocs == 2);
+  CHECK(fake::sizes.at(a) == 1024);
+  CHECK(fake::sizes.at(b) == 3072);
+  d.free(b);
+  char* c = d.alloc(512);  // reuses b's block whole
+  CHECK(c == b);
+  CHECK(fake::allocs == 2);
+  AllocatorStats s = d.allocator.stats();
+  CHECK(s.splits == 0);
+  CHECK(s.segments == 2);
+  d.free(a);
+  d.free(c);
 }

@@ -30,7 +30,8 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   size_t cls = size_class(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) return_finished_locked(false);
-  Bucket& bucket = buckets_[{stream, cls}];
+  const uint64_t pool = pool_for_locked(stream);
+  Bucket& bucket = buckets_[{pool, stream, cls}];
   void* p = nullptr;
   if (!bucket.cached.empty()) {
     p = bucket.cached.back();
@@ -40,12 +41,13 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
     size_t needed = bucket.cached.size() + bucket.live + 1;
     if (bucket.cached.capacity() < needed)
       bucket.cached.reserve(std::max(needed, 2 * bucket.cached.capacity()));
-    if (cap_ && stats_.reserved + cls > cap_) {
+    if (cap_ && stats_.reserved + cls > cap_ && !pool) {  // no waiting while capturing
       return_finished_locked(true);
       release_cached_locked();
     }
     if (cap_ && stats_.reserved + cls > cap_) fail_oom(nbytes, cls, "the memory cap");
     p = raw_.allocate(cls, device_);
+    if (!p && pool) fail_oom(nbytes, cls, "the device's free memory (while capturing a graph)");
     if (!p) {  // the device is full: give back what we cache and retry once
       return_finished_locked(true);
       release_cached_locked();
@@ -56,7 +58,7 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
     stats_.system_allocs++;
   }
   try {
-    live_.emplace(p, Block{cls, stream});
+    live_.emplace(p, Block{cls, stream, pool});
   } catch (...) {  // no memory for the bookkeeping: keep the block cached
     bucket.cached.push_back(p);
     throw;
@@ -86,7 +88,7 @@ void CachingAllocator::deallocate(void* ptr) noexcept {
 }
 
 void CachingAllocator::return_block_locked(void* ptr, const Block& block) {
-  Bucket& bucket = buckets_.find({block.stream, block.size})->second;
+  Bucket& bucket = buckets_.find({block.pool, block.stream, block.size})->second;
   bucket.cached.push_back(ptr);  // within the capacity reserved by allocate
   bucket.live--;
   stats_.allocated -= block.size;
@@ -147,10 +149,63 @@ void CachingAllocator::empty_cache() {
 
 void CachingAllocator::release_cached_locked() {
   for (auto& [key, bucket] : buckets_) {  // buckets stay: allocate() may hold one
+    if (std::get<0>(key) != 0) continue;  // a graph's pool: its replays use these blocks
     for (void* p : bucket.cached) raw_.release(p, device_);
-    stats_.reserved -= key.second * bucket.cached.size();
+    stats_.reserved -= std::get<2>(key) * bucket.cached.size();
     bucket.cached.clear();
   }
+}
+
+uint64_t CachingAllocator::pool_for_locked(void* stream) const {
+  for (const auto& [s, pool] : pool_of_stream_)
+    if (s == stream) return pool;
+  return 0;
+}
+
+void CachingAllocator::begin_pool(void* stream, uint64_t pool) {
+  RG_CHECK(pool != 0, name_, " allocator: graph pool ids start at 1");
+  std::lock_guard<std::mutex> lock(mutex_);
+  RG_CHECK(pool_for_locked(stream) == 0, name_, " allocator: stream ", stream,
+           " already allocates from graph pool ", pool_for_locked(stream));
+  pool_of_stream_.emplace_back(stream, pool);
+}
+
+void CachingAllocator::end_pool(void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(pool_of_stream_, [stream](const auto& entry) { return entry.first == stream; });
+}
+
+// Cached blocks go back to the system; each live block's bucket moves to pool 0, where its
+// free will put it (capacity reserved first, as allocate() does).
+void CachingAllocator::release_pool(uint64_t pool) {
+  if (pool == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto to_general = [&](Block& block) {
+    if (block.pool != pool) return;
+    Bucket& general = buckets_[{0, block.stream, block.size}];
+    if (general.cached.capacity() < general.cached.size() + general.live + 1)
+      general.cached.reserve(2 * (general.cached.size() + general.live + 1));
+    general.live++;
+    buckets_.find({pool, block.stream, block.size})->second.live--;
+    block.pool = 0;
+  };
+  for (auto& entry : live_) to_general(entry.second);
+  for (Pending& p : pending_) to_general(p.block);  // freed, awaiting other streams' events
+  for (auto& [key, bucket] : buckets_) {
+    if (std::get<0>(key) != pool) continue;
+    for (void* p : bucket.cached) raw_.release(p, device_);
+    stats_.reserved -= std::get<2>(key) * bucket.cached.size();
+    bucket.cached.clear();
+  }
+  std::erase_if(buckets_, [pool](const auto& entry) { return std::get<0>(entry.first) == pool; });
+}
+
+size_t CachingAllocator::pool_reserved(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = 0;
+  for (const auto& [key, bucket] : buckets_)
+    if (std::get<0>(key) == pool) bytes += std::get<2>(key) * (bucket.cached.size() + bucket.live);
+  return bytes;
 }
 
 void CachingAllocator::set_memory_fraction(double fraction) {

@@ -7,12 +7,18 @@
 // only once an event recorded on each of them at the free has completed: until then those
 // streams may still read or write it.
 // A cap (a fraction of device memory) turns into a clear out-of-memory rg::Error.
+// Graph pools (kernels/cuda/graph.h): while a stream captures a graph, its allocations come
+// from the graph's pool, a free list of its own (the pool id is part of the free-list key);
+// its blocks, freed during the capture or later, go back to that pool only, and neither
+// empty_cache nor the memory cap releases them, until release_pool when the graph dies.
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -52,6 +58,14 @@ class CachingAllocator {
 
   static size_t size_class(size_t nbytes);
 
+  // Allocations on `stream` come from graph pool `pool` (an id > 0) until end_pool(stream).
+  void begin_pool(void* stream, uint64_t pool);
+  void end_pool(void* stream);
+  // Gives the pool's cached blocks back to the system; its live blocks join the general free
+  // lists when freed. The pool's graph must be done with them (no replay in flight).
+  void release_pool(uint64_t pool);
+  size_t pool_reserved(uint64_t pool);  // bytes of the pool's blocks, cached or live
+
  private:
   static constexpr int kMaxUses = 4;  // streams besides the block's own
   struct Use {
@@ -61,6 +75,7 @@ class CachingAllocator {
   struct Block {
     size_t size;
     void* stream;
+    uint64_t pool = 0;  // 0: the general free lists
     int uses = 0;
     std::array<Use, kMaxUses> use{};
   };
@@ -82,7 +97,10 @@ class CachingAllocator {
   RawMemory raw_;
   int device_;
   std::mutex mutex_;
-  std::map<std::pair<void*, size_t>, Bucket> buckets_;  // (stream, class) -> blocks
+  using BucketKey = std::tuple<uint64_t, void*, size_t>;  // (pool, stream, class)
+  uint64_t pool_for_locked(void* stream) const;
+  std::map<BucketKey, Bucket> buckets_;                     // (pool, stream, class) -> blocks
+  std::vector<std::pair<void*, uint64_t>> pool_of_stream_;  // streams capturing into a pool
   std::unordered_map<void*, Block> live_;
   std::vector<Pending> pending_;  // capacity >= size + live blocks with uses (no growth)
   size_t blocks_with_uses_ = 0;

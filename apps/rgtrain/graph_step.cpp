@@ -2,6 +2,7 @@
 #include "apps/rgtrain/graph_step.h"
 
 #include <chrono>
+#include <iostream>
 
 #include "apps/rgtrain/data.h"
 #include "apps/rgtrain/util.h"
@@ -55,6 +56,16 @@ void GraphedSteps::capture(StepContext& c, rg::optim::AdamW& adamw) {
   result_ = rg::cat({total.reshape({1}), norm.reshape({1})});
 }
 
+namespace {
+void say_captured(int rank, const rg::gpu::Graph& graph) {
+  if (rank != 0) return;
+  std::cout << "rgtrain: --cuda-graphs: the training step is captured after "
+            << GraphedSteps::kEagerSteps << " eager steps";
+  if (graph.recorded_work() > 0) std::cout << " (" << graph.recorded_work() << " operations)";
+  std::cout << "; each step from here replays it\n" << std::flush;
+}
+}  // namespace
+
 StepResult GraphedSteps::step(StepContext& c, const std::vector<std::vector<int64_t>>& micro,
                               double denom, double lr) {
   if (eager_done_ < kEagerSteps) {
@@ -68,7 +79,10 @@ StepResult GraphedSteps::step(StepContext& c, const std::vector<std::vector<int6
   load_inputs(c, micro, denom);
   if (!scalars_.defined()) scalars_ = adamw->capturable_scalars(c.device);
   adamw->prepare_capturable_step(scalars_);
-  if (!graph_) capture(c, *adamw);
+  if (!graph_) {
+    capture(c, *adamw);
+    say_captured(c.rank, *graph_);
+  }
   graph_->replay();
   const std::vector<double> values = result_.to(rg::kCPU).to_vector<double>();
   StepResult r;

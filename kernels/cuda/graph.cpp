@@ -66,9 +66,15 @@ struct Graph::Impl {
 #if RG_WITH_CUDA
     if (stream.device.is_cuda()) {
       cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream.handle), &graph);
-      if (keep) CUDA_CHECK(e);
-      if (keep) CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      captured = keep;
+      if (!keep) {  // dropped: also clear the error an invalidated capture left
+        if (graph) cudaGraphDestroy(graph);
+        graph = nullptr;
+        cudaGetLastError();
+        return;
+      }
+      CUDA_CHECK(e);
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      captured = true;
       return;
     }
 #endif
@@ -98,6 +104,7 @@ void Graph::capture_begin(const Stream& stream) {
   RG_CHECK(d.index >= 0 && d.index < kMaxIndex, "Graph::capture_begin: device index ", d.index,
            " out of range");
   RG_CHECK(!is_capturing(d), "Graph::capture_begin: a stream of ", d, " is already capturing");
+  if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);  // aborted before
   impl_->stream = stream;
   impl_->pool = g_next_pool++;
   allocator_of(d).begin_pool(stream.handle, impl_->pool);

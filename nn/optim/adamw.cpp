@@ -96,7 +96,7 @@ void AdamW::step(double grad_scale) {
 // ---- capturable steps (see adamw.h). Each kernel call's scalars take kScalarWords i64 words.
 namespace {
 constexpr int64_t kScalarWords = 16;  // 128 bytes >= sizeof(AdamWScalars<double>)
-constexpr int64_t kMaxCalls = 8;     // kernel calls (groups) a capturable step may make
+constexpr int64_t kMaxCalls = 8;      // kernel calls (groups) a capturable step may make
 static_assert(sizeof(AdamWScalars<double>) <= kScalarWords * 8);
 }  // namespace
 

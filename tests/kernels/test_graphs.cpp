@@ -3,8 +3,10 @@
 // during the capture stays the graph's; work that needs the host is refused while capturing.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 
+#include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/graph.h"
 #include "kernels/sim/stream_queue.h"
 #include "ringgrad.h"
@@ -168,4 +170,41 @@ TEST_CASE("sim graph: misuse is an rg::Error naming the call") {
           gpu::Graph g;
           g.capture_begin(kCPU);
         }).find("has no streams") != std::string::npos);
+}
+
+TEST_CASE("caching allocator: a graph pool's blocks return to it only, until release_pool") {
+  gpu::RawMemory raw;
+  raw.allocate = [](size_t n, int) { return std::malloc(n); };
+  raw.release = [](void* p, int) { std::free(p); };
+  raw.total = [](int) { return size_t(1) << 30; };
+  gpu::CachingAllocator a("test", raw, 0);
+  const size_t block = gpu::CachingAllocator::size_class(1000);
+  void* stream = reinterpret_cast<void*>(1);
+  void* general = a.allocate(1000, stream);
+  a.deallocate(general);  // cached in the general free list
+  a.begin_pool(stream, 7);
+  void* first = a.allocate(1000, stream);
+  CHECK(first != general);  // the pool does not take the general list's blocks
+  a.deallocate(first);
+  void* reused = a.allocate(1000, stream);
+  CHECK(reused == first);  // but reuses its own
+  void* live = a.allocate(1000, stream);
+  a.deallocate(reused);
+  a.end_pool(stream);
+  void* outside = a.allocate(1000, stream);
+  CHECK(outside == general);  // the pool's freed block stays the pool's
+  CHECK(a.pool_reserved(7) == 2 * block);
+  a.empty_cache();
+  CHECK(a.pool_reserved(7) == 2 * block);  // empty_cache keeps it
+  const size_t reserved = a.stats().reserved;
+  a.release_pool(7);
+  CHECK(a.pool_reserved(7) == 0);
+  CHECK(a.stats().reserved == reserved - block);  // its cached block went back to the system
+  a.deallocate(outside);
+  a.deallocate(live);  // joins the general free list
+  void* last = a.allocate(1000, stream);
+  CHECK(last == live);
+  a.deallocate(last);
+  a.empty_cache();  // every block back to the system (no leak under ASan)
+  CHECK(a.stats().reserved == 0);
 }

@@ -3,9 +3,11 @@
 # The replayed run equals the eager one bit for bit -- every step's loss and gradient norm
 # (clipping active: the norms are above --clip 1), and the final checkpoint byte for byte
 # (weights, AdamW's moments and step counts) -- in f32, bf16 autocast and f64, with two
-# micro-batches per step; and the combinations it does not support are refused by name.
+# micro-batches per step; and the combinations it does not support (cpu, --zero, sgd, DDP)
+# are refused by name.
 set -u
 RGTRAIN=$1
+RGRUN=$2
 source "$(dirname "$0")/job_helpers.sh"  # TMP, FAILS, ok, bad
 
 TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 4 --threads 1
@@ -40,6 +42,11 @@ refused() {  # refused WORDS FLAGS...: rgtrain exits 2 naming the combination
 refused "--cuda-graphs needs --device sim or cuda" --device cpu
 refused "--cuda-graphs with --zero 1 is not supported" --device sim --zero 1
 refused "--cuda-graphs needs --optimizer adamw" --device sim --optimizer sgd
+"$RGRUN" --nproc-per-node 2 -- "$RGTRAIN" --layers 1 --heads 2 --width 16 --digits 1 --steps 1 \
+  --device sim --cuda-graphs >"$TMP/ddp.out" 2>&1
+if [ $? -ne 0 ] && has "$TMP/ddp.out" "--cuda-graphs is not supported with DDP (world 2)"; then
+  ok "refused: --cuda-graphs under DDP"
+else bad "not refused: --cuda-graphs under DDP: $(tail -5 "$TMP/ddp.out")"; fi
 
 [ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"
 exit $((FAILS > 0))

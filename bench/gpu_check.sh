@@ -12,7 +12,8 @@
 #      cuda kernel test, racecheck and synccheck over the row, reduce, softmax, layer norm,
 #      cross-entropy and attention tests (a missing compute-sanitizer fails the step);
 #   6. bench/kernels, which exits 1 when a kernel misses its floor (x memcpy, x cuBLAS);
-#   7. bench/train_step on cuda: GPU step times (figures, not a check; it fails only on errors).
+#   7. bench/train_step on cuda: GPU step times, eager and replayed as a CUDA graph (figures,
+#      not a check; it fails only on errors).
 # Each step prints its time; every step's limit is cut to what is left of the budget, in this
 # order of importance. After every step the report so far is written to $OUT/gpu_check.md
 # (atomically) and the step's whole output to $OUT/<step>.log, so a machine that times out
@@ -183,7 +184,7 @@ if [[ $STATUS -eq 0 ]]; then
   TAIL=25 step "compute-sanitizer racecheck" 60 bash -c 'sanitize racecheck "$ROW_TESTS"'
   TAIL=25 step "compute-sanitizer synccheck" 60 bash -c 'sanitize synccheck "$ROW_TESTS"'
   TAIL=40 step "bench/kernels (floors enforced)" 60 "$BUILD/bench/kernels"
-  TAIL=30 step "train_step on cuda" 60 "$BUILD/bench/train_step" 4 256 8 128 10 1 1 --device cuda
+  TAIL=30 step "train_step on cuda" 60 "$BUILD/bench/train_step" 4 256 8 128 10 1 1 --device cuda --cuda-graphs
 fi
 note ""
 note "total $(elapsed) s, $([[ $STATUS -eq 0 ]] && echo 'ALL PASSED' || echo 'SOME STEPS FAILED')"

@@ -9,8 +9,10 @@
 // from the OS (the goal is 0 after warm-up). --device sim (or cuda) runs the step there and
 // reports the host synchronizations per step (the step reads its loss, as a training loop
 // that logs it does: the goal is that one; index checks wait for it, device_errors.h).
+// --cuda-graphs (sim/cuda) also times the step captured once as a graph and replayed
+// (docs/cuda-graphs.md) against the eager step, medians measured in this run.
 //   train_step [n_layer n_embd batch seq steps threads step_only] [--device cpu|sim|cuda]
-//   (step_only=1: no accumulation part)
+//   [--cuda-graphs]   (step_only=1: no accumulation part)
 // (positional, as bench/vs_pytorch and docs/performance.md call it; --help lists them)
 #include <sys/resource.h>
 
@@ -24,6 +26,7 @@
 
 #include "bench/cli.h"
 #include "kernels/cuda/device_errors.h"
+#include "kernels/cuda/graph.h"
 #include "nn/nn.h"
 #include "ringgrad.h"
 
@@ -53,6 +56,7 @@ struct Flags {
   int64_t n_layer = 2, n_embd = 128, batch = 8, seq = 64;
   int steps = 10, threads = 0, step_only = 0;
   std::string device = "cpu";
+  bool cuda_graphs = false;
 };
 
 Flags parse(int argc, char** argv) {
@@ -79,6 +83,8 @@ Flags parse(int argc, char** argv) {
                  "cpu, sim or cuda; on sim/cuda the step also reports host syncs per step "
                  "(sim interprets every kernel: use a small model)")
       ->check(CLI::IsMember({"cpu", "sim", "cuda"}));
+  app.add_flag("--cuda-graphs", f.cuda_graphs,
+               "sim/cuda: also time the step captured as a graph and replayed, against eager");
   bench::parse_flags(app, argc, argv);
   if (f.n_embd % 4 != 0) {
     std::fprintf(stderr, "train_step: n_embd %lld must be a multiple of the 4 heads\n",
@@ -201,6 +207,43 @@ void time_checkpointing(nn::GPT& model, const Tensor& x, const Tensor& y, int st
       1e3 * median(plain), 1e3 * median(ckpt), 100 * (median(ratio) - 1));
 }
 
+// The whole step (zero_grad, forward, backward, AdamW's capturable step) captured once and
+// replayed, each replay followed by reading the loss, against the same eager step; the clip
+// scale is left out (bench/train_step does not clip).
+void time_graph_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Tensor& y,
+                     int steps) {
+  std::vector<double> eager, replayed;
+  for (int s = 0; s < steps + 2; ++s) {
+    auto t0 = Clock::now();
+    opt.zero_grad();
+    Tensor loss = model.forward(x, y).second;
+    loss.backward();
+    opt.step();
+    loss.item();
+    if (s >= 2) eager.push_back(seconds_since(t0));
+  }
+  const Tensor scalars = opt.capturable_scalars(x.device());
+  opt.prepare_capturable_step(scalars);
+  gpu::Graph graph;
+  Tensor loss;
+  {
+    gpu::GraphCapture capture(graph, x.device());
+    opt.zero_grad();
+    loss = model.forward(x, y).second;
+    loss.backward();
+    opt.step_capturable(scalars);
+  }
+  for (int s = 0; s < steps + 2; ++s) {
+    auto t0 = Clock::now();
+    if (s > 0) opt.prepare_capturable_step(scalars);
+    graph.replay();
+    loss.item();
+    if (s >= 2) replayed.push_back(seconds_since(t0));
+  }
+  std::printf("graph: replayed step %.2f ms, eager step %.2f ms (medians): %.2fx\n",
+              1e3 * median(replayed), 1e3 * median(eager), median(eager) / median(replayed));
+}
+
 // The memory report's activations (tensors saved for backward) at their peak, the end of
 // forward, per token of the batch: plain, and with each block checkpointed.
 void print_activation_bytes(nn::GPT& model, const Tensor& x, const Tensor& y) {
@@ -243,6 +286,7 @@ int main(int argc, char** argv) {
       (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
       (long long)T, (long long)model->num_parameters(), get_num_threads());
   time_full_step(*model, opt, x, y, flags.steps);
+  if (flags.cuda_graphs && !device.is_cpu()) time_graph_step(*model, opt, x, y, flags.steps);
   if (!device.is_cpu()) return 0;  // the rest measures the cpu
   print_activation_bytes(*model, x, y);
   if (flags.step_only == 1) return 0;

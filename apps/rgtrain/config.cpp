@@ -65,6 +65,10 @@ void add_model_flags(CLI::App& app, Args& a) {
                "f32 matmuls on cuda may use TF32 tensor cores (10-bit mantissa products; "
                "PyTorch: torch.backends.cuda.matmul.allow_tf32, off by default as here); sim "
                "rounds the operands the same way; no effect on cpu");
+  app.add_flag("--cuda-graphs", a.cuda_graphs,
+               "sim and cuda: after 2 eager steps, capture the whole training step once as a "
+               "graph and replay it each step (torch.cuda.graphs; the same bits); one process "
+               "with AdamW only: refused with DDP (world > 1), --zero and --device cpu");
   app.add_flag("--checkpoint-activations", a.checkpoint_activations,
                "GPT: keep only each block's input between forward and backward and recompute "
                "the block in backward (torch.utils.checkpoint per block): less memory, about "
@@ -220,6 +224,12 @@ void check_together(const Args& a) {
   if (resume && a.checkpoint.empty()) fail("--resume needs --checkpoint DIR");
   if (resume && !a.init.empty()) fail("--resume and --init are exclusive");
   if (a.reset_optimizer && !resume) fail("--reset-optimizer needs --resume");
+  if (a.cuda_graphs && a.device == "cpu")
+    fail("--cuda-graphs needs --device sim or cuda (cpu has no streams to capture)");
+  if (a.cuda_graphs && a.zero != 0)
+    fail("--cuda-graphs with --zero ", a.zero, " is not supported (one process, no sharding)");
+  if (a.cuda_graphs && a.optimizer != "adamw")
+    fail("--cuda-graphs needs --optimizer adamw (its capturable step), got '", a.optimizer, "'");
   if (a.backend == "mpi" && !rg::dist::mpi_available())
     fail(
         "--backend mpi: this rgtrain was built without MPI (install libopenmpi-dev and "

@@ -40,6 +40,7 @@ struct Args {
   std::string resume;
   bool reset_optimizer = false, allow_nonfinite = false;
   bool tf32 = false;                    // TF32 tensor cores in f32 matmuls on cuda
+  bool cuda_graphs = false;             // capture the step once, replay it (graph_step.h)
   bool checkpoint_activations = false;  // GPT: recompute each block in backward
   std::string precision = "f32";        // bf16: forward under autocast (ops/autocast.h); f64
   std::string reduce_dtype = "f32";     // bf16: DDP all-reduces gradients as bf16

@@ -17,6 +17,13 @@ double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& 
   return n;
 }
 
+rg::Tensor summed_loss(StepContext& c, const rg::Tensor& x, const rg::Tensor& y) {
+  rg::AutocastGuard autocast(rg::DType::bf16, c.autocast);  // backward runs after it, outside
+  rg::Tensor logits = c.model.forward(x);
+  return rg::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}),
+                           rg::Reduction::sum, rg::data::kIgnoreIndex);
+}
+
 namespace {
 
 // The averaged gradients' global norm before clipping, and the factor the step multiplies
@@ -37,10 +44,7 @@ ClippedNorm gradient_norm(StepContext& c) {
 
 rg::Tensor micro_batch_loss(StepContext& c, const std::vector<int64_t>& idx, double denom) {
   auto [x, y] = rgtrain::gather(c.data, idx, c.device);
-  rg::AutocastGuard autocast(rg::DType::bf16, c.autocast);  // backward runs after it, outside
-  rg::Tensor logits = c.model.forward(x);
-  rg::Tensor loss = rg::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}),
-                                      rg::Reduction::sum, rg::data::kIgnoreIndex);
+  rg::Tensor loss = summed_loss(c, x, y);
   return rg::div(loss, rg::scalar_tensor(denom, loss.dtype(), loss.device()));
 }
 

@@ -48,6 +48,10 @@ struct StepResult {
 // Targets of examples `idx` that count in the loss (not kIgnoreIndex).
 double count_targets(const rg::data::Dataset& data, const std::vector<int64_t>& idx);
 
+// The summed cross-entropy of inputs x and targets y ([B, T] on c.device): the forward,
+// under autocast with c.autocast. The step's loss is this divided by denom.
+rg::Tensor summed_loss(StepContext& c, const rg::Tensor& x, const rg::Tensor& y);
+
 StepResult train_step(StepContext& c, const std::vector<std::vector<int64_t>>& micro_batches,
                       double denom, double lr);
 

@@ -8,6 +8,7 @@
 
 #include "apps/rgtrain/checkpoint.h"
 #include "apps/rgtrain/evaluate.h"
+#include "apps/rgtrain/graph_step.h"
 #include "apps/rgtrain/metrics.h"
 #include "apps/rgtrain/train_step.h"
 #include "apps/rgtrain/util.h"
@@ -25,13 +26,15 @@ StepContext context_of(RunState& s) {
   return c;
 }
 
-// This rank's micro-batches of `step`, and the loss denominator (see train_step.h).
-StepResult run_step(RunState& s, StepContext& c, int64_t step) {
+// This rank's micro-batches of `step`, and the loss denominator (see train_step.h); a
+// captured and replayed step under --cuda-graphs.
+StepResult run_step(RunState& s, StepContext& c, int64_t step, GraphedSteps* graphed) {
   const double global_count = count_targets(*s.data.train, s.schedule->global_indices(step));
   const double denom = std::max(1.0, global_count) / double(s.world);
   std::vector<std::vector<int64_t>> micro;
   for (int64_t k = 0; k < s.accum; ++k)
     micro.push_back(s.schedule->indices(s.rank, step, k * s.args.micro_batch, s.args.micro_batch));
+  if (graphed) return graphed->step(c, micro, denom, s.lr_of(step));
   return train_step(c, micro, denom, s.lr_of(step));
 }
 
@@ -86,12 +89,15 @@ TrainSummary train(RunState& s) {
               << " | cpu " << rg::cpu_capability_name(rg::cpu_capability()) << "\n"
               << std::flush;
   check_finite(s, s.start_step, 0, 0);  // the weights from --init or --resume
+  if (a.cuda_graphs && s.world > 1)
+    fail("--cuda-graphs is not supported with DDP (world ", s.world, "); run one process");
+  auto graphed = a.cuda_graphs ? std::make_unique<GraphedSteps>() : nullptr;
   TrainSummary sum;
   MemoryReport first(s.device, "first step"), second(s.device, "second step");
   for (int64_t step = s.start_step; step < a.steps; ++step) {
     const int64_t nth = step - s.start_step;
     c.memory = !a.memory_report ? nullptr : nth == 0 ? &first : nth == 1 ? &second : nullptr;
-    const StepResult r = run_step(s, c, step);
+    const StepResult r = run_step(s, c, step, graphed.get());
     if (c.memory && s.lead) std::cout << c.memory->table() << std::flush;
     const int64_t done = step + 1;
     // A parameter scan only when the cheap signs (loss, gradient norm) are bad.

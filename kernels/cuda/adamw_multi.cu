@@ -6,6 +6,8 @@
 // chunk's head (walk_chunk). Clipping folds in: each
 // gradient element is read as T(g * T(grad_scale)), the rounding of g.mul_(grad_scale).
 // Same scalars and operation order as adamw.cu, so grad_scale == 1 gives its bits.
+// Capturable (run_adamw_multi_from_device, kernels/cuda/capturable_adamw.h): the scalars are
+// read from device memory as the kernel runs, so a graph's replay sees those of its step.
 #include <cmath>
 
 #include "kernels/adamw_scalars.h"
@@ -32,7 +34,9 @@ __device__ inline void adamw_element(T& p, T g, T& m, T& v, const AdamWScalars<T
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    adamw_multi_kernel(TensorBatch<4> batch, AdamWScalars<T> s) {
+    adamw_multi_kernel(TensorBatch<4> batch, AdamWScalars<T> by_value,
+                       const AdamWScalars<T>* from_device) {
+  const AdamWScalars<T> s = from_device ? *from_device : by_value;
   const int t = batch.block_tensor[blockIdx.x];
   const int64_t begin = int64_t(batch.block_chunk[blockIdx.x]) * kChunk;
   const int64_t n = min_of(kChunk, batch.numel[t] - begin);
@@ -54,10 +58,11 @@ __global__ void __launch_bounds__(kThreads)
       [&](int64_t j) { adamw_element(p[j], g[j], m[j], v[j], s); });
 }
 
-void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
-                     double grad_scale) {
+// Launches the update of `sets`: scalars by value from args and grad_scale, or, when
+// `from_device` is set, read from that device memory (an AdamWScalars<T>).
+void launch_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
+                        double grad_scale, const void* from_device) {
   if (sets.empty()) return;
-  RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
   std::vector<std::array<void*, 4>> ptrs;
   std::vector<int64_t> numels;
   for (const AdamWTensors& t : sets) {
@@ -73,14 +78,26 @@ void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& arg
   dispatch_dtype<DTypes::f32_f64>(
       sets[0].param.dtype(), "adamw_multi", [&]<typename T>(TypeTag<T>) {
         const AdamWScalars<T> s = adamw_scalars<T>(args, grad_scale);
+        const auto* scalars = static_cast<const AdamWScalars<T>*>(from_device);
         for_each_batch<4>(ptrs, numels, sizeof(T), [&](const TensorBatch<4>& batch, int blocks) {
           cfg.grid = dim3(static_cast<unsigned>(blocks));
-          launch(adamw_multi_kernel<T>, cfg, batch, s);
+          launch(adamw_multi_kernel<T>, cfg, batch, s, scalars);
         });
       });
 }
 
+void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& args,
+                     double grad_scale) {
+  RG_DEBUG_ASSERT(args.step >= 1, "adamw_multi: step must be >= 1, got ", args.step);
+  launch_adamw_multi(sets, args, grad_scale, nullptr);
+}
+
 }  // namespace
+
+void run_adamw_multi_from_device(const std::vector<AdamWTensors>& sets, const void* scalars) {
+  const AdamWArgs unused{0, 0, 0, 0, 0, 1};  // the kernel reads *scalars instead
+  launch_adamw_multi(sets, unused, 1.0, scalars);
+}
 
 void register_adamw_multi_kernels(KernelTable& k) { k.adamw_multi = run_adamw_multi; }
 }  // namespace rg::RG_BACKEND

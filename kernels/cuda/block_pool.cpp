@@ -117,10 +117,10 @@ void BlockPool::give_back(Block* block) noexcept {
   insert_free(block);
 }
 
-size_t BlockPool::release_free_segments(const RawMemory& raw, int device) noexcept {
+size_t BlockPool::release_free_segments(const RawMemory& raw, int device, uint64_t pool) noexcept {
   size_t released = 0;
   for (auto& [key, list] : lists_)
-    for (auto it = list.begin(); it != list.end();) {
+    for (auto it = list.begin(); key.pool == pool && it != list.end();) {
       Block* block = *it++;
       if (!block->whole_segment()) continue;
       erase_free(block);
@@ -132,6 +132,34 @@ size_t BlockPool::release_free_segments(const RawMemory& raw, int device) noexce
       delete block;
     }
   return released;
+}
+
+void BlockPool::move_pool(uint64_t from, uint64_t to) {
+  std::map<const FreeList*, FreeList*> target;
+  for (auto& [key, list] : lists_)
+    if (key.pool == from) target[&list] = &lists_[{to, key.stream, key.small}];
+  for (Block* first : segments_) {
+    auto moved = target.find(first->list);
+    if (moved == target.end()) continue;
+    for (Block* b = first; b; b = b->next) {
+      const bool was_free = b->free;
+      if (was_free) erase_free(b);
+      b->list = moved->second;
+      if (was_free) insert_free(b);
+    }
+  }
+  std::erase_if(lists_, [from](const auto& entry) { return entry.first.pool == from; });
+}
+
+size_t BlockPool::pool_reserved(uint64_t pool) const {
+  std::set<const FreeList*> lists;
+  for (const auto& [key, list] : lists_)
+    if (key.pool == pool) lists.insert(&list);
+  size_t bytes = 0;
+  for (const Block* first : segments_)
+    if (lists.count(first->list))
+      for (const Block* b = first; b; b = b->next) bytes += b->size;
+  return bytes;
 }
 
 BlockPoolStats BlockPool::stats() const {

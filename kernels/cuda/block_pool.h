@@ -7,8 +7,9 @@
 // large pool (requests under 10 MiB get a 20 MiB segment, larger ones their size rounded up to
 // 2 MiB). A freed block merges with its free neighbours, so a segment whose blocks are all
 // free is one block again; only such whole free segments go back to the system.
-// Free lists are keyed by FreeListKey (stream and pool): a block never changes list, and a
-// pool owner (a CUDA graph's private pool) would be one more field of the key.
+// Free lists are keyed by FreeListKey (pool, stream, size class): pool 0 is the general one,
+// others a CUDA graph's private pool (kernels/cuda/graph.h). A segment's blocks share one
+// list; only move_pool, when a graph dies, moves whole segments to another pool's lists.
 // give_back never allocates (it runs in deallocate, which must not throw): a block out of its
 // list keeps its own list node, and merging only frees.
 #pragma once
@@ -63,6 +64,7 @@ struct Block {
 };
 
 struct FreeListKey {
+  uint64_t pool;  // 0: the general pool
   void* stream;
   bool small;
   auto operator<=>(const FreeListKey&) const = default;
@@ -95,8 +97,11 @@ class BlockPool {
   void add_segment(const FreeListKey& key, void* ptr, size_t bytes);
   // Puts a block that take() returned back into its list, merged with its free neighbours.
   void give_back(Block* block) noexcept;
-  // Gives every whole free segment back to `raw`; returns their bytes.
-  size_t release_free_segments(const RawMemory& raw, int device) noexcept;
+  // Gives every whole free segment of `pool` back to `raw`; returns their bytes.
+  size_t release_free_segments(const RawMemory& raw, int device, uint64_t pool = 0) noexcept;
+  // Moves every segment of pool `from` (free blocks and blocks in use) to pool `to`'s lists.
+  void move_pool(uint64_t from, uint64_t to);
+  size_t pool_reserved(uint64_t pool) const;  // bytes of the segments of `pool`
   BlockPoolStats stats() const;
 
  private:

@@ -18,14 +18,15 @@ CachingAllocator::CachingAllocator(std::string device_name, RawMemory raw, int d
 
 void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   const size_t size = BlockPool::round_size(nbytes);
-  const FreeListKey key{stream, BlockPool::is_small(size)};
   std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t pool = pool_for_locked(stream);
+  const FreeListKey key{pool, stream, BlockPool::is_small(size)};
   if (!pending_.empty()) return_finished_locked(false);
   const bool split = !raw_.whole_blocks;
   Block* block = pool_.take(key, size, split);
   if (!block) {
     const size_t bytes = split ? BlockPool::segment_size(size) : size;
-    void* segment = allocate_segment_locked(bytes, nbytes);
+    void* segment = allocate_segment_locked(bytes, nbytes, pool);
     try {
       pool_.add_segment(key, segment, bytes);
     } catch (...) {  // no memory for the bookkeeping
@@ -49,8 +50,9 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
 
 // Raw memory for a new segment of `bytes`. Short of room (the device's, or the cap's), it
 // gives the whole free segments back and tries again, then waits for the pending blocks'
-// events (they may free whole segments) and tries once more.
-void* CachingAllocator::allocate_segment_locked(size_t bytes, size_t nbytes) {
+// events (they may free whole segments) and tries once more. Filling a graph pool it
+// neither frees nor waits: it fails at once.
+void* CachingAllocator::allocate_segment_locked(size_t bytes, size_t nbytes, uint64_t pool) {
   for (int attempt = 0;; ++attempt) {
     const bool within_cap = !cap_ || pool_.stats().reserved + bytes <= cap_;
     void* p = within_cap ? raw_.allocate(bytes, device_) : nullptr;
@@ -58,7 +60,11 @@ void* CachingAllocator::allocate_segment_locked(size_t bytes, size_t nbytes) {
       stats_.system_allocs++;
       return p;
     }
-    if (attempt == 0) {
+    if (pool != 0) {
+      fail_oom(nbytes, bytes,
+               within_cap ? "the device's free memory (while capturing a graph)"
+                          : "the memory cap (while capturing a graph)");
+    } else if (attempt == 0) {
       pool_.release_free_segments(raw_, device_);
     } else if (attempt == 1 && !pending_.empty()) {
       return_finished_locked(true);
@@ -153,6 +159,37 @@ void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
   return_finished_locked(false);
   pool_.release_free_segments(raw_, device_);
+}
+
+uint64_t CachingAllocator::pool_for_locked(void* stream) const {
+  for (const auto& [s, pool] : pool_of_stream_)
+    if (s == stream) return pool;
+  return 0;
+}
+
+void CachingAllocator::begin_pool(void* stream, uint64_t pool) {
+  RG_CHECK(pool != 0, name_, " allocator: graph pool ids start at 1");
+  std::lock_guard<std::mutex> lock(mutex_);
+  RG_CHECK(pool_for_locked(stream) == 0, name_, " allocator: stream ", stream,
+           " already allocates from graph pool ", pool_for_locked(stream));
+  pool_of_stream_.emplace_back(stream, pool);
+}
+
+void CachingAllocator::end_pool(void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(pool_of_stream_, [stream](const auto& entry) { return entry.first == stream; });
+}
+
+void CachingAllocator::release_pool(uint64_t pool) {
+  if (pool == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  pool_.release_free_segments(raw_, device_, pool);
+  pool_.move_pool(pool, 0);
+}
+
+size_t CachingAllocator::pool_reserved(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pool_.pool_reserved(pool);
 }
 
 void CachingAllocator::set_memory_fraction(double fraction) {

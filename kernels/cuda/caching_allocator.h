@@ -13,9 +13,11 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/device_interface.h"
@@ -59,12 +61,24 @@ class CachingAllocator {
   // The bytes allocate(nbytes) counts in `allocated`: nbytes rounded up to 512.
   static size_t size_class(size_t nbytes) { return BlockPool::round_size(nbytes); }
 
+  // Graph pools (kernels/cuda/graph.h). Allocations on `stream` come from graph pool `pool`
+  // (an id > 0) until end_pool(stream): segments of its own, whose blocks go back to that
+  // pool only; empty_cache and the out-of-memory retries leave them alone, and while a pool
+  // is filled nothing waits or frees (a capturing stream must not synchronize).
+  void begin_pool(void* stream, uint64_t pool);
+  void end_pool(void* stream);
+  // When the pool's graph is gone: its whole free segments go back to the system and the
+  // rest (blocks still in use included) join the general pool. No replay may be in flight.
+  void release_pool(uint64_t pool);
+  size_t pool_reserved(uint64_t pool);  // bytes of the pool's segments
+
  private:
   struct Pending {  // freed, waiting for the events of its other streams
     Block* block;
     std::array<void*, kMaxUses> events{};
   };
-  void* allocate_segment_locked(size_t bytes, size_t nbytes);
+  void* allocate_segment_locked(size_t bytes, size_t nbytes, uint64_t pool);
+  uint64_t pool_for_locked(void* stream) const;
   void return_block_locked(Block* block) noexcept;
   void return_finished_locked(bool wait);  // pending blocks whose events are done
   [[noreturn]] void fail_oom(size_t nbytes, size_t bytes, const char* why);
@@ -75,6 +89,7 @@ class CachingAllocator {
   std::mutex mutex_;
   BlockPool pool_;
   std::unordered_map<void*, Block*> live_;
+  std::vector<std::pair<void*, uint64_t>> pool_of_stream_;  // streams filling a graph pool
   std::vector<Pending> pending_;  // capacity >= size + live blocks with uses (no growth)
   size_t blocks_with_uses_ = 0;
   size_t active_ = 0;     // bytes of blocks in use or pending

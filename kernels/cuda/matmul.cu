@@ -93,8 +93,7 @@ void gemm_by_cublas(const Tensor& out, const Tensor& a_in, const Tensor& b_in, d
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
 #if RG_SIM
-  cublasHandle_t handle = nullptr;  // the shim computes at once: run what the stream queued first
-  if (sim::is_delayed(stream_for(out))) sim::drain(stream_for(out));
+  cublasHandle_t handle = stream_for(out);  // the shim's handle is the stream it runs on
 #else
   cublasHandle_t handle =
       static_cast<cublasHandle_t>(cuda::cublas_handle(out.device().index, stream_for(out)));
@@ -192,9 +191,8 @@ LtPlanCache& plan_cache() {
 bool linear_by_cublaslt(const Tensor& out, const Tensor& x, const Operand& ox, const Tensor& wt,
                         const Operand& ow, const Tensor& bias) {
 #if RG_SIM
-  cublasLtHandle_t handle;  // the shim computes at once: run what the stream queued first
+  cublasLtHandle_t handle;  // the shim queues its GEMM on a delayed or capturing stream
   CUBLAS_CHECK(cublasLtCreate(&handle));
-  if (sim::is_delayed(stream_for(out))) sim::drain(stream_for(out));
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 #else

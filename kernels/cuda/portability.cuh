@@ -238,6 +238,7 @@ void run_on_sim(void (*kernel)(Params...), const sim::LaunchSpec& spec,
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
 #if RG_SIM
+  sim::count_launch();
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   sim::LaunchSpec spec;
   spec.name = cfg.name;

@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_errors.h"
+#include "kernels/cuda/graph.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::cuda {
@@ -195,6 +196,7 @@ void pinned_release(void* ptr) { cudaFreeHost(ptr); }
 namespace {
 
 void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  gpu::check_copy_not_capturing(dst_device, src_device);
   if (nbytes == 0) return;
   Device gpu_side = dst_device.is_cuda() ? dst_device : src_device;
   cudaStream_t stream = static_cast<cudaStream_t>(gpu::current_stream(gpu_side).handle);
@@ -217,6 +219,7 @@ void register_cuda_device() {
   d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = copy;
   d.synchronize = [](int index) {
+    gpu::check_not_capturing(Device(DeviceType::cuda, index), "device synchronize");
     set_device(index);
     CUDA_CHECK(cudaDeviceSynchronize());
     gpu::count_host_sync(Device(DeviceType::cuda, index));
@@ -224,6 +227,7 @@ void register_cuda_device() {
   };
   d.stats = [](int index) { return allocator(index).stats(); };
   d.empty_cache = [](int index) {
+    gpu::check_not_capturing(Device(DeviceType::cuda, index), "empty_cache");
     CUDA_CHECK(cudaDeviceSynchronize());
     allocator(index).empty_cache();
   };

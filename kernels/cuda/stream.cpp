@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/cuda/device_errors.h"
+#include "kernels/cuda/graph.h"
 #include "kernels/sim/device.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
@@ -73,6 +74,7 @@ bool current_stream_defers_host_access(Device d) {
 }
 
 void synchronize(const Stream& s) {
+  check_not_capturing(s.device, "stream synchronize");
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
 #endif
@@ -143,6 +145,7 @@ void Event::wait(const Stream& s) const {
 }
 
 void Event::synchronize() const {
+  check_not_capturing(device_, "event synchronize");
 #if RG_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif

@@ -18,6 +18,7 @@
 #include "core/dtype.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/cublas_shim.h"
+#include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
 namespace {
@@ -105,10 +106,21 @@ bool leading_ok(cublasOperation_t op, int rows, int cols, int ld) {
   return ld >= std::max(1, op == CUBLAS_OP_N ? rows : cols);
 }
 
+// Runs `work` now, or queues it when `stream` is delayed or capturing (stream_queue.h): the
+// GEMM is then ordered with the stream's kernels. Its arguments are captured by value.
+template <typename Work>
+void run_on(void* stream, Work work) {
+  if (is_delayed(stream))
+    enqueue(stream, std::move(work));
+  else
+    work();
+}
+
 }  // namespace
 
+// The handle is the stream on sim (matmul.cu passes it).
 cublasStatus_t cublasGemmStridedBatchedEx(
-    cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
     const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA, const void* B,
     cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C, cudaDataType Ctype,
     int ldc, long long strideC, int batch_count, cublasComputeType_t compute, cublasGemmAlgo_t) {
@@ -118,15 +130,20 @@ cublasStatus_t cublasGemmStridedBatchedEx(
   if (compute == CUBLAS_COMPUTE_64F) {
     if (Atype != CUDA_R_64F || Btype != CUDA_R_64F || Ctype != CUDA_R_64F)
       return CUBLAS_STATUS_NOT_SUPPORTED;
-    gemm<double>(transa, transb, m, n, k, *static_cast<const double*>(alpha), A, Atype, lda,
-                 strideA, B, Btype, ldb, strideB, *static_cast<const double*>(beta), C, Ctype, ldc,
-                 strideC, batch_count);
+    const double a = *static_cast<const double*>(alpha), b = *static_cast<const double*>(beta);
+    run_on(handle, [=] {
+      gemm<double>(transa, transb, m, n, k, a, A, Atype, lda, strideA, B, Btype, ldb, strideB, b, C,
+                   Ctype, ldc, strideC, batch_count);
+    });
   } else {
     if (Atype == CUDA_R_64F || Btype == CUDA_R_64F || Ctype == CUDA_R_64F)
       return CUBLAS_STATUS_NOT_SUPPORTED;
-    gemm<float>(transa, transb, m, n, k, *static_cast<const float*>(alpha), A, Atype, lda, strideA,
-                B, Btype, ldb, strideB, *static_cast<const float*>(beta), C, Ctype, ldc, strideC,
-                batch_count, nullptr, compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+    const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+    const bool tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    run_on(handle, [=] {
+      gemm<float>(transa, transb, m, n, k, a, A, Atype, lda, strideA, B, Btype, ldb, strideB, b, C,
+                  Ctype, ldc, strideC, batch_count, nullptr, tf32);
+    });
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -238,7 +255,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
                               cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
                               cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t*, void*, size_t, void*) {
+                              const cublasLtMatmulAlgo_t*, void*, size_t, void* stream) {
   auto ta = cublasOperation_t(desc->transa), tb = cublasOperation_t(desc->transb);
   const int m = int(Ddesc->rows), n = int(Ddesc->cols);
   const int k = int(ta == CUBLAS_OP_N ? Adesc->cols : Adesc->rows);
@@ -250,16 +267,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
       (!bias && desc->epilogue != CUBLASLT_EPILOGUE_DEFAULT))
     return CUBLAS_STATUS_NOT_SUPPORTED;  // the subset matmul.cu uses: D written in place of C
   const void* bias_ptr = bias ? desc->bias : nullptr;
+  const int lda = int(Adesc->ld), ldb = int(Bdesc->ld), ldd = int(Ddesc->ld);
+  const cudaDataType at = Adesc->type, bt = Bdesc->type, dt = Ddesc->type;
   if (desc->compute == CUBLAS_COMPUTE_64F) {
     if (bias) return CUBLAS_STATUS_NOT_SUPPORTED;
-    gemm<double>(ta, tb, m, n, k, *static_cast<const double*>(alpha), A, Adesc->type,
-                 int(Adesc->ld), 0, B, Bdesc->type, int(Bdesc->ld), 0,
-                 *static_cast<const double*>(beta), D, Ddesc->type, int(Ddesc->ld), 0, 1);
+    const double a = *static_cast<const double*>(alpha), b = *static_cast<const double*>(beta);
+    run_on(stream, [=] {
+      gemm<double>(ta, tb, m, n, k, a, A, at, lda, 0, B, bt, ldb, 0, b, D, dt, ldd, 0, 1);
+    });
   } else {
-    gemm<float>(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, Adesc->type, int(Adesc->ld),
-                0, B, Bdesc->type, int(Bdesc->ld), 0, *static_cast<const float*>(beta), D,
-                Ddesc->type, int(Ddesc->ld), 0, 1, bias_ptr,
-                desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+    const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+    const bool tf32 = desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    run_on(stream, [=] {
+      gemm<float>(ta, tb, m, n, k, a, A, at, lda, 0, B, bt, ldb, 0, b, D, dt, ldd, 0, 1, bias_ptr,
+                  tf32);
+    });
   }
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -28,7 +28,8 @@ enum cublasStatus_t {
 
 // C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for i < batch_count, column-major;
 // op(A) is m x k, op(B) is k x n, C is m x n. alpha/beta point to double for
-// CUBLAS_COMPUTE_64F, float otherwise.
+// CUBLAS_COMPUTE_64F, float otherwise. The handle is the sim stream: on a delayed or
+// capturing stream (stream_queue.h) the GEMM is queued, as cublasLtMatmul's on its stream.
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
                                           cublasOperation_t transb, int m, int n, int k,
                                           const void* alpha, const void* A, cudaDataType Atype,

@@ -7,6 +7,8 @@
 #include <deque>
 #include <mutex>
 
+#include "core/error.h"
+
 namespace rg::sim {
 
 namespace {
@@ -19,6 +21,9 @@ struct Queue {
 };
 
 std::atomic<bool> g_delayed{false};
+std::atomic<void*> g_capture_stream{nullptr};
+WorkList* g_capture_list = nullptr;  // guarded by the queue's mutex
+std::atomic<uint64_t> g_launches{0};
 
 Queue& comm_queue() {
   static Queue* q = new Queue;  // never destroyed: tensors may be freed after main returns
@@ -34,15 +39,43 @@ void set_delayed_streams(bool on) {
 
 bool delayed_streams() { return g_delayed; }
 
-bool is_delayed(void* stream) { return g_delayed && stream == kCommStream; }
+bool is_delayed(void* stream) {
+  return (g_delayed && stream == kCommStream) || (stream && stream == g_capture_stream.load());
+}
 
 void enqueue(void* stream, std::function<void()> work) {
-  (void)stream;
   Queue& q = comm_queue();
   std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  if (stream && stream == g_capture_stream.load())
+    return g_capture_list->push_back(std::move(work));
   q.pending.push_back(std::move(work));
   ++q.queued;
 }
+
+void begin_capture(void* stream, WorkList* into) {
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  RG_CHECK(stream, "graph capture: sim needs a stream to capture, got none");
+  RG_CHECK(!g_capture_stream.load(),
+           "graph capture: sim captures one stream at a time, and stream ", g_capture_stream.load(),
+           " is capturing");
+  g_capture_list = into;
+  g_capture_stream = stream;
+}
+
+void end_capture(void* stream) {
+  Queue& q = comm_queue();
+  std::lock_guard<std::recursive_mutex> lock(q.mutex);
+  RG_CHECK(g_capture_stream.load() == stream, "graph capture: stream ", stream,
+           " is not capturing");
+  g_capture_stream = nullptr;
+  g_capture_list = nullptr;
+}
+
+void* capturing_stream() { return g_capture_stream.load(); }
+
+void count_launch() { g_launches.fetch_add(1, std::memory_order_relaxed); }
+uint64_t launches() { return g_launches.load(std::memory_order_relaxed); }
 
 uint64_t ticket(void* stream) {
   if (stream != kCommStream) return 0;
@@ -94,7 +127,7 @@ struct QueueEvent {
 }  // namespace
 
 void* record_queue_event(void* stream, int) noexcept {
-  if (!is_delayed(stream)) return nullptr;
+  if (!g_delayed || stream != kCommStream) return nullptr;  // a capturing stream has no queue
   try {
     return new QueueEvent{stream, ticket(stream)};
   } catch (...) {  // no memory for the event: run the queue instead

@@ -6,10 +6,13 @@
 // event recorded after them is waited for, or a synchronous copy runs on it. The compute
 // stream still runs at once. So an ordering bug -- memory freed and reused by compute while
 // the communication stream has yet to read it -- shows as wrong values, as on a GPU.
+// Graph capture (kernels/cuda/graph.h) uses the same hooks: while a stream captures, the
+// work queued on it is appended to the graph's list instead of run (is_delayed is true).
 // Stream handles on sim are tokens: kComputeStream, kCommStream (null: no stream, at once).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace rg::sim {
 
@@ -26,10 +29,20 @@ struct DelayedStreamsScope {
   DelayedStreamsScope& operator=(const DelayedStreamsScope&) = delete;
 };
 
-// True when work on `stream` is to be queued rather than run now.
+// True when work on `stream` is to be queued (or recorded by a capture) rather than run now.
 bool is_delayed(void* stream);
-// Queues `work` on `stream` (which is_delayed).
+// Queues `work` on `stream` (which is_delayed); records it when `stream` is capturing.
 void enqueue(void* stream, std::function<void()> work);
+
+// Graph capture on sim: one stream at a time in the process (the tokens are shared by all
+// sim devices and threads). Until end_capture, work queued on `stream` is appended to `*into`.
+using WorkList = std::vector<std::function<void()>>;
+void begin_capture(void* stream, WorkList* into);  // throws if a capture is under way
+void end_capture(void* stream);
+void* capturing_stream();  // null when none
+// Test instrumentation: kernels launched by the host through launch() (not by a replay).
+void count_launch();
+uint64_t launches();
 // The position after the last work queued on `stream` so far (0 for an undelayed stream):
 // an event records it; the event is complete once the stream has run that far.
 uint64_t ticket(void* stream);

@@ -4,10 +4,15 @@
 #include "nn/optim/adamw.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "core/dispatch.h"
+#include "kernels/adamw_scalars.h"
 #include "kernels/builtin.h"
+#include "kernels/cuda/capturable_adamw.h"
 
 namespace rg::optim {
 
@@ -47,7 +52,7 @@ static Tensor gradient_for(const Tensor& p, const Tensor& grad, double grad_scal
 }
 
 void AdamW::add_to_group(std::vector<Group>& groups, size_t i, const Tensor& p, const Tensor& grad,
-                         double weight_decay, double grad_scale) {
+                         double weight_decay, double grad_scale, bool advance) {
   RG_CHECK(grad.shape() == p.shape(), "AdamW: gradient ", shape_str(grad.shape()),
            " does not match parameter ", shape_str(p.shape()));
   RG_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "AdamW: parameter ", i,
@@ -58,7 +63,7 @@ void AdamW::add_to_group(std::vector<Group>& groups, size_t i, const Tensor& p, 
     s.exp_avg_sq = zeros_like(p);
     tag_optimizer_state({s.exp_avg, s.exp_avg_sq});
   }
-  ++s.step;
+  if (advance) ++s.step;
   const bool prescaled = grad_scale != 1.0 && grad.dtype() != p.dtype();
   AdamWTensors set{p.detach(), gradient_for(p, grad, grad_scale, prescaled), s.exp_avg,
                    s.exp_avg_sq};
@@ -85,6 +90,72 @@ void AdamW::step(double grad_scale) {
     AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, g.weight_decay, g.step};
     adamw_multi(g.sets, args, g.prescaled ? 1.0 : grad_scale);
     for (const AdamWTensors& set : g.sets) set.param.bump_version();
+  }
+}
+
+// ---- capturable steps (see adamw.h). Each kernel call's scalars take kScalarWords i64 words.
+namespace {
+constexpr int64_t kScalarWords = 16;  // 128 bytes >= sizeof(AdamWScalars<double>)
+constexpr int64_t kMaxCalls = 8;      // kernel calls (groups) a capturable step may make
+static_assert(sizeof(AdamWScalars<double>) <= kScalarWords * 8);
+}  // namespace
+
+Tensor AdamW::capturable_scalars(Device device) const {
+  RG_CHECK(!device.is_cpu(), "AdamW capturable step: needs a sim or cuda device, got cpu");
+  return zeros({kMaxCalls * kScalarWords}, DType::i64, device);
+}
+
+std::vector<AdamW::Group> AdamW::capturable_groups(bool advance) {
+  std::vector<Group> groups;
+  for_each_with_grad(options.weight_decay,
+                     [&](size_t i, const Tensor& p, const Tensor& grad, double weight_decay) {
+                       add_to_group(groups, i, p, grad, weight_decay, 1.0, advance);
+                     });
+  RG_CHECK(int64_t(groups.size()) <= kMaxCalls, "AdamW capturable step: ", groups.size(),
+           " kernel calls; at most ", kMaxCalls);
+  return groups;
+}
+
+void AdamW::prepare_capturable_step(const Tensor& scalars) {
+  NoGradGuard no_grad;
+  options.lr = lr_;
+  const std::vector<Group> groups = capturable_groups(true);
+  std::vector<int64_t> words(size_t(kMaxCalls * kScalarWords), 0);
+  capturable_dtypes_.clear();
+  for (size_t j = 0; j < groups.size(); ++j) {
+    const Group& g = groups[j];
+    const AdamWArgs args{lr_, options.beta1, options.beta2, options.eps, g.weight_decay, g.step};
+    dispatch_dtype<DTypes::f32_f64>(g.dtype, "AdamW", [&]<typename T>(TypeTag<T>) {
+      AdamWScalars<T> s = adamw_scalars<T>(args, 1.0);
+      s.scaled = true;  // g * 1 is g; set_capturable_grad_scale may write another scale
+      std::memcpy(&words[j * kScalarWords], &s, sizeof(s));
+    });
+    capturable_dtypes_.push_back(g.dtype);
+  }
+  scalars.copy_(from_blob(words.data(), {int64_t(words.size())}, DType::i64, kCPU));
+}
+
+void AdamW::step_capturable(const Tensor& scalars) {
+  NoGradGuard no_grad;
+  const std::vector<Group> groups = capturable_groups(false);
+  RG_CHECK(groups.size() == capturable_dtypes_.size(), "AdamW capturable step: ", groups.size(),
+           " kernel calls, but prepare_capturable_step wrote ", capturable_dtypes_.size());
+  for (size_t j = 0; j < groups.size(); ++j) {
+    const Group& g = groups[j];
+    gpu::adamw_multi_from_device(
+        g.sets, static_cast<const int64_t*>(scalars.data_ptr()) + j * kScalarWords);
+    for (const AdamWTensors& set : g.sets) set.param.bump_version();
+  }
+}
+
+void AdamW::set_capturable_grad_scale(const Tensor& scalars, const Tensor& grad_scale) {
+  NoGradGuard no_grad;
+  for (size_t j = 0; j < capturable_dtypes_.size(); ++j) {
+    auto* words = static_cast<int64_t*>(scalars.data_ptr()) + j * kScalarWords;
+    dispatch_dtype<DTypes::f32_f64>(capturable_dtypes_[j], "AdamW", [&]<typename T>(TypeTag<T>) {
+      char* field = reinterpret_cast<char*>(words) + offsetof(AdamWScalars<T>, grad_scale);
+      from_blob(field, {1}, capturable_dtypes_[j], scalars.device()).copy_(grad_scale);
+    });
   }
 }
 

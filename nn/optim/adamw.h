@@ -34,6 +34,19 @@ class AdamW : public Optimizer {
   //   opt.step(clip_scale(norm, c));              // nn/optim/clip_grad.h
   // (clip_grad_norm_ then step() still works, and gives the same bits.)
   void step(double grad_scale) override;
+  // Capturable steps, for graph capture (kernels/cuda/graph.h; sim and cuda; as PyTorch's
+  // capturable=True): the update kernels read their scalars from `scalars`, device memory
+  // holding one AdamWScalars<T> per kernel call (capturable_scalars() makes it), when they
+  // run, so a replay updates with the values written before it. Before each replay (and
+  // before the capture), prepare_capturable_step advances the step counts as step() does and
+  // writes that step's scalars (lr, bias corrections; gradient scale 1) into `scalars`;
+  // step_capturable, captured once, launches the update. set_capturable_grad_scale, captured
+  // before it, writes a clip scale computed on the device (an f64 [1]) into each call's
+  // scalars. The bits of step(grad_scale) with that scale.
+  Tensor capturable_scalars(Device device) const;
+  void prepare_capturable_step(const Tensor& scalars);
+  void step_capturable(const Tensor& scalars);
+  void set_capturable_grad_scale(const Tensor& scalars, const Tensor& grad_scale);
   const State& state(size_t index) const { return state_.at(index); }
   // "state.{i}.step" (int64 scalar), "state.{i}.exp_avg", "state.{i}.exp_avg_sq"
   nn::StateDict state_dict() const override;
@@ -43,8 +56,10 @@ class AdamW : public Optimizer {
  private:
   struct Group;
   void add_to_group(std::vector<Group>& groups, size_t i, const Tensor& p, const Tensor& grad,
-                    double weight_decay, double grad_scale);
+                    double weight_decay, double grad_scale, bool advance = true);
+  std::vector<Group> capturable_groups(bool advance);
   std::vector<State> state_;
+  std::vector<DType> capturable_dtypes_;  // of each kernel call, set by prepare_capturable_step
 };
 
 // The pieces of one adamw_multi call, for optimizers that update slices of flat shards

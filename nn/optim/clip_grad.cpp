@@ -104,6 +104,31 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   return norm;
 }
 
+Tensor grad_norm_on_device(const std::vector<Tensor>& params) {
+  NoGradGuard no_grad;
+  const std::vector<std::pair<size_t, Tensor>> grads = gradients(params);
+  RG_CHECK(!grads.empty(), "grad_norm_on_device: no parameter has a gradient");
+  std::vector<Tensor> sum_of(grads.size());
+  for (const std::vector<size_t>& group : by_device_dtype(grads)) {
+    std::vector<Tensor> tensors;
+    for (size_t i : group) tensors.push_back(grads[i].second);
+    RG_CHECK(tensors[0].device() == grads[0].second.device(), "grad_norm_on_device: gradients on ",
+             tensors[0].device().str(), " and ", grads[0].second.device().str(),
+             "; one device only");
+    const Tensor sums = sum_squares_multi(tensors);
+    for (size_t k = 0; k < group.size(); ++k) sum_of[group[k]] = sums.narrow(0, int64_t(k), 1);
+  }
+  Tensor total = sum_of[0];  // grad_norm's 0.0 + s0
+  for (size_t i = 1; i < sum_of.size(); ++i) total = add(total, sum_of[i]);
+  return sqrt(total);
+}
+
+Tensor clip_scale_on_device(const Tensor& norm, double max_norm) {
+  RG_CHECK(max_norm > 0, "clip_grad_norm_: max_norm must be positive, got ", max_norm);
+  NoGradGuard no_grad;
+  return clamp(max_norm / (norm + 1e-6), 0.0, 1.0);
+}
+
 void scale_gradients_(const std::vector<Tensor>& params, double scale) {
   NoGradGuard no_grad;
   scale_gradients(gradients(params), scale);

@@ -24,4 +24,11 @@ double clip_scale(double norm, double max_norm);
 // Multiplies every defined gradient of params by scale in place, as clip_grad_norm_ does.
 void scale_gradients_(const std::vector<Tensor>& params, double scale);
 
+// The same on the device, with no host read (for graph capture; one device): grad_norm's
+// bits as an f64 [1] tensor (the sums of squares added in parameter order, one small add per
+// gradient, then sqrt), and clip_scale's (min(max_norm / (norm + 1e-6), 1); a NaN norm gives
+// NaN here where clip_scale gives 1).
+Tensor grad_norm_on_device(const std::vector<Tensor>& params);
+Tensor clip_scale_on_device(const Tensor& norm, double max_norm);
+
 }  // namespace rg::optim

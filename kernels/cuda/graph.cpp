@@ -1,0 +1,227 @@
+// See graph.h. The capture registry (which stream of which device captures) is what the
+// devices' host-synchronous operations consult to refuse themselves; the memory pool is the
+// caching allocator's, routed to by begin_pool/end_pool around the capture.
+#include "kernels/cuda/graph.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "kernels/cuda/capturable_adamw.h"
+#include "kernels/sim/device.h"
+#include "kernels/sim/stream_queue.h"
+#if RG_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/runtime.h"
+#endif
+
+namespace rg::gpu {
+
+namespace {
+
+constexpr int kMaxIndex = 16;
+std::mutex g_registry_mutex;
+void* g_capturing[kNumDeviceTypes][kMaxIndex] = {};  // the capturing stream, or null
+std::atomic<bool> g_any_capture{false};              // fast path of check_not_capturing
+std::atomic<uint64_t> g_next_pool{1};
+std::atomic<uint64_t> g_replays{0};
+
+void*& registry_slot(Device d) { return g_capturing[static_cast<int>(d.type)][d.index]; }
+
+void set_capturing(Device d, void* stream) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  registry_slot(d) = stream;
+  bool any = false;
+  for (auto& type : g_capturing)
+    for (void* s : type) any = any || s;
+  g_any_capture = any;
+}
+
+CachingAllocator& allocator_of(Device d) {
+#if RG_WITH_CUDA
+  if (d.is_cuda()) return cuda::allocator(d.index);
+#endif
+  return sim::allocator(d.index);
+}
+
+}  // namespace
+
+struct Graph::Impl {
+  Stream stream;
+  bool capturing = false;
+  bool captured = false;
+  uint64_t pool = 0;
+  sim::WorkList work;  // sim: the recording
+#if RG_WITH_CUDA
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+#endif
+
+  // Stops capturing; keeps the recording when `keep` (else drops it, as after an error).
+  void stop(bool keep) {
+    capturing = false;
+    set_capturing(stream.device, nullptr);
+    allocator_of(stream.device).end_pool(stream.handle);
+#if RG_WITH_CUDA
+    if (stream.device.is_cuda()) {
+      cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream.handle), &graph);
+      if (!keep) {  // dropped: also clear the error an invalidated capture left
+        if (graph) cudaGraphDestroy(graph);
+        graph = nullptr;
+        cudaGetLastError();
+        return;
+      }
+      CUDA_CHECK(e);
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      captured = true;
+      return;
+    }
+#endif
+    sim::end_capture(stream.handle);
+    if (!keep) work.clear();
+    captured = keep;
+  }
+};
+
+Graph::Graph() : impl_(std::make_unique<Impl>()) {}
+
+Graph::~Graph() {
+  capture_abort();
+#if RG_WITH_CUDA
+  if (impl_->exec) cudaGraphExecDestroy(impl_->exec);
+  if (impl_->graph) cudaGraphDestroy(impl_->graph);
+#endif
+  if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);
+}
+
+void Graph::capture_begin(const Stream& stream) {
+  const Device d = stream.device;
+  RG_CHECK(d.is_sim() || d.is_cuda(), "Graph::capture_begin: device ", d,
+           " has no streams to capture (sim or cuda only)");
+  RG_CHECK(!impl_->captured && !impl_->capturing,
+           "Graph::capture_begin: this graph is already captured; make a new Graph");
+  RG_CHECK(d.index >= 0 && d.index < kMaxIndex, "Graph::capture_begin: device index ", d.index,
+           " out of range");
+  RG_CHECK(!is_capturing(d), "Graph::capture_begin: a stream of ", d, " is already capturing");
+  if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);  // aborted before
+  impl_->stream = stream;
+  impl_->pool = g_next_pool++;
+  allocator_of(d).begin_pool(stream.handle, impl_->pool);
+  try {
+#if RG_WITH_CUDA
+    if (d.is_cuda())
+      CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle),
+                                        cudaStreamCaptureModeThreadLocal));
+#endif
+    if (d.is_sim()) sim::begin_capture(stream.handle, &impl_->work);
+  } catch (...) {
+    allocator_of(d).end_pool(stream.handle);
+    throw;
+  }
+  impl_->capturing = true;
+  set_capturing(d, stream.handle);
+}
+
+void Graph::capture_end() {
+  RG_CHECK(impl_->capturing, "Graph::capture_end: the graph is not capturing");
+  impl_->stop(true);
+}
+
+void Graph::capture_abort() noexcept {
+  if (!impl_->capturing) return;
+  try {
+    impl_->stop(false);
+  } catch (...) {  // the capture is over either way; the caller is reporting another error
+  }
+}
+
+void Graph::replay() {
+  RG_CHECK(impl_->captured, "Graph::replay: nothing captured (call capture_begin/capture_end)");
+  const Stream& s = impl_->stream;
+  check_not_capturing(s.device, "Graph::replay");
+  g_replays++;
+#if RG_WITH_CUDA
+  if (s.device.is_cuda()) {
+    CUDA_CHECK(cudaGraphLaunch(impl_->exec, static_cast<cudaStream_t>(s.handle)));
+    return;
+  }
+#endif
+  auto run = [work = &impl_->work] {
+    for (auto& item : *work) item();
+  };
+  if (sim::is_delayed(s.handle))
+    sim::enqueue(s.handle, run);  // in order with the delayed stream's other work
+  else
+    run();
+}
+
+bool Graph::captured() const { return impl_->captured; }
+bool Graph::capturing() const { return impl_->capturing; }
+Device Graph::device() const { return impl_->stream.device; }
+size_t Graph::recorded_work() const { return impl_->work.size(); }
+
+GraphCapture::GraphCapture(Graph& graph, Device device)
+    : GraphCapture(graph, current_stream(device)) {}
+
+GraphCapture::GraphCapture(Graph& graph, const Stream& stream)
+    : graph_(graph), exceptions_(std::uncaught_exceptions()) {
+  graph_.capture_begin(stream);
+}
+
+GraphCapture::~GraphCapture() noexcept(false) {
+  if (!graph_.capturing()) return;
+  if (std::uncaught_exceptions() > exceptions_)
+    graph_.capture_abort();  // an error left the scope: it reports, the recording is dropped
+  else
+    graph_.capture_end();
+}
+
+bool is_capturing(Device d) {
+  if (!g_any_capture || d.is_cpu() || d.index < 0 || d.index >= kMaxIndex) return false;
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  return registry_slot(d) != nullptr;
+}
+
+void check_not_capturing(Device d, const char* operation) {
+  if (!is_capturing(d)) return;
+  const Stream compute = compute_stream(d);
+  void* s;
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mutex);
+    s = registry_slot(d);
+  }
+  RG_FAIL(operation, " is not allowed while stream ",
+          s == compute.handle ? std::string("compute") : str(s), " of ", d.str(), ":", d.index,
+          " is capturing a graph (it needs the host; do it before capture_begin or after "
+          "capture_end)");
+}
+
+void check_copy_not_capturing(Device dst, Device src) {
+  if (!g_any_capture) return;
+  if (dst.is_cpu())
+    check_not_capturing(src, "a synchronous device-to-host copy (.item(), .to(cpu))");
+  else if (src.is_cpu())
+    check_not_capturing(dst, "a synchronous host-to-device copy (a tensor from host values)");
+  else
+    check_not_capturing(dst, "a synchronous device copy");
+}
+
+uint64_t graph_replays() { return g_replays; }
+
+void adamw_multi_from_device(const std::vector<AdamWTensors>& sets, const void* scalars) {
+  if (sets.empty()) return;
+  const Device d = sets[0].param.device();
+  RG_CHECK(scalars, "adamw_multi_from_device: no scalars");
+  for (const AdamWTensors& set : sets)
+    RG_CHECK(set.param.device() == d && set.grad.device() == d && set.exp_avg.device() == d &&
+                 set.exp_avg_sq.device() == d && set.param.dtype() == sets[0].param.dtype(),
+             "adamw_multi_from_device: every set on ", d.str(), " in one dtype");
+#if RG_WITH_CUDA
+  if (d.is_cuda()) return cuda::run_adamw_multi_from_device(sets, scalars);
+#endif
+  RG_CHECK(d.is_sim(), "adamw_multi_from_device: needs a sim or cuda device, got ", d.str());
+  sim::run_adamw_multi_from_device(sets, scalars);
+}
+
+}  // namespace rg::gpu

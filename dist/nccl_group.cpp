@@ -9,9 +9,10 @@
 // wait_message makes the consuming stream wait for the message's event; at the end of each
 // collective the messages go to a watchdog thread (dist/stream_watchdog.h) that polls their
 // events with the timeout and aborts the communicator naming a late peer. A user's send and
-// nccl_allreduce first make NCCL's stream wait for the calling thread's stream; nccl_allreduce
-// (ncclAllReduce) completes as an event too, its wait() a stream wait, never a host one. Calls into
-// the communicator hold nccl_mu_, so that the watchdog may abort it from its thread.
+// nccl_allreduce first make NCCL's stream wait for the calling thread's stream;
+// nccl_allreduce (ncclAllReduce) completes as an event too: its wait() is a stream wait,
+// never a host one. Calls into the communicator hold nccl_mu_, so that the watchdog may
+// abort it from its thread.
 // The communicator is non-blocking, so init and every wait can time out: past the group's
 // timeout the communicator is aborted and the error names the peer waited for.
 #include "dist/nccl_group.h"
@@ -253,8 +254,13 @@ class NcclTransport : public Transport {
       return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
                            comm_, stream_);
     });
-    Envelope env{Collective::allreduce, op,       t.dtype(), kCollectiveTag, -1,
-                 ++native_seq_,         t.numel()};
+    Envelope env;  // for the watchdog's message: "allreduce #n (sum of ...)"
+    env.kind = Collective::allreduce;
+    env.op = op;
+    env.dtype = t.dtype();
+    env.tag = kCollectiveTag;
+    env.seq = ++native_seq_;
+    env.count = t.numel();
     watchdog_->watch({{posted->done(), {kAnyPeer, env}}}, Clock::now() + timeout());
     auto work = std::make_shared<StreamWork>(device_);
     work->set_done(posted->done());

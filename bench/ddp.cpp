@@ -21,8 +21,13 @@
 // --backend mpi: run under mpirun (`mpirun -np 2 bench/ddp --backend mpi`, in a build with
 // MPI): each of mpirun's processes is a rank of the mpi backend, all run the same
 // measurements, and rank 0 prints them.
+// --device cuda: 2 processes on one GPU over the nccl backend (each its own NCCL_HOSTID, as
+// the dist-nccl test runs them): R rounds of (no communication, DDP) with their ratio, the
+// share of the all-reduce hidden behind backward, and the host synchronizations per DDP step
+// (goal: 1, the loss read that ends each timed step). --device sim runs the same on 2 thread
+// ranks (threads backend) on sim:0 and sim:1, to try it without a GPU.
 // Usage: ddp [layers width steps] [--backend tcp|threads|both|mpi] [--bucket-cap-mb X]
-//            [--rounds R] [--zero 3]
+//            [--rounds R] [--zero 3] [--device cpu|cuda|sim]
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
 #include <algorithm>
 #include <cstdio>
@@ -44,6 +49,7 @@ namespace {
 struct Config {
   DdpSetup setup;
   std::string backend = "both";
+  std::string device = "cpu";
   int rounds = 3;
 };
 
@@ -88,6 +94,10 @@ Config parse(int argc, char** argv) {
                  "3: compare ZeRO-3 (FullyShardedDataParallel) with DDP instead of the DDP "
                  "measurements")
       ->check(CLI::IsMember({0, 3}));
+  app.add_option("--device", c.device,
+                 "cuda: 2 processes sharing GPU 0 over nccl; sim: 2 thread ranks on sim:0/sim:1 "
+                 "(both: step against no communication, hidden share, host syncs per step)")
+      ->check(CLI::IsMember({"cpu", "cuda", "sim"}));
   app.add_option("--rounds", c.rounds,
                  "alternating rounds of the main measurement (no communication, then DDP)")
       ->check(CLI::Range(1, 1000));
@@ -97,6 +107,11 @@ Config parse(int argc, char** argv) {
     std::exit(2);
   }
   if (c.backend == "mpi") check_mpi_launch();
+  c.setup.device = Device(c.device);
+  if (c.device != "cpu" && c.setup.zero != 0) {
+    std::fprintf(stderr, "ddp: --device %s measures DDP only (no --zero)\n", c.device.c_str());
+    std::exit(2);
+  }
   return c;
 }
 
@@ -185,12 +200,41 @@ void print_sweep(Ranks ranks, const DdpSetup& setup) {
       setup.bucket_cap_mb, view.ms_per_step, ddp_model_parameters(setup) * 4.0 / (1 << 20));
 }
 
+// --device: R rounds of (no communication, DDP), one line each, then the medians.
+void print_device(Ranks ranks, const DdpSetup& setup, int rounds) {
+  DdpSetup alone_setup = setup;
+  alone_setup.use_ddp = false;
+  std::printf("%-6s %16s %12s %7s %9s %7s %8s %11s\n", "round", "no comm ms/step", "DDP ms/step",
+              "ratio", "comm ms", "hidden", "buckets", "syncs/step");
+  std::vector<double> alone_ms, ddp_ms, ratio, comm, hidden, syncs;
+  size_t buckets = 0;
+  for (int r = 1; r <= rounds; ++r) {
+    const DdpResult alone = measure_ddp(ranks, alone_setup);
+    const DdpResult ddp = measure_ddp(ranks, setup);
+    alone_ms.push_back(alone.ms_per_step), ddp_ms.push_back(ddp.ms_per_step);
+    ratio.push_back(ddp.ms_per_step / alone.ms_per_step);
+    comm.push_back(ddp.comm_ms), hidden.push_back(ddp.hidden_fraction);
+    syncs.push_back(ddp.host_syncs_per_step), buckets = ddp.buckets;
+    std::printf("%-6d %16.2f %12.2f %7.2f %9.2f %6.0f%% %8zu %11.2f\n", r, alone.ms_per_step,
+                ddp.ms_per_step, ratio.back(), ddp.comm_ms, 100 * ddp.hidden_fraction, ddp.buckets,
+                ddp.host_syncs_per_step);
+  }
+  std::printf(
+      "medians: no communication %.2f ms/step, DDP %.2f ms/step, ratio %.2f; all-reduce %.2f "
+      "ms/step over %zu buckets, %.0f%% hidden behind backward; %.2f host syncs per DDP step "
+      "(goal 1: the loss read)\n",
+      median(alone_ms), median(ddp_ms), median(ratio), median(comm), buckets, 100 * median(hidden),
+      median(syncs));
+}
+
 const char* backend_title(Ranks ranks) {
   switch (ranks) {
     case Ranks::threads:
       return "threads (2 rank threads in this process)";
     case Ranks::processes:
       return "tcp (2 forked processes, shared memory between them)";
+    case Ranks::nccl:
+      return "nccl (2 forked processes sharing GPU 0, each its own NCCL_HOSTID)";
     default:
       return "mpi (mpirun's processes, MPI_Isend/MPI_Irecv between them)";
   }
@@ -199,7 +243,9 @@ const char* backend_title(Ranks ranks) {
 void run_backend(Ranks ranks, const DdpSetup& setup, int rounds) {
   const std::string note = ranks == Ranks::mpi ? mpi_pinning_note() : pinning_note();
   std::printf("\n== backend %s; %s\n", backend_title(ranks), note.c_str());
-  if (setup.zero == 3) {
+  if (!setup.device.is_cpu()) {
+    print_device(ranks, setup, rounds);
+  } else if (setup.zero == 3) {
     print_zero3(ranks, setup, rounds);
   } else {
     print_main(ranks, setup, rounds);
@@ -226,6 +272,10 @@ void run(const Config& c) {
       "world %d, 1 intra-op thread per rank, batch %dx%d per rank, %d steps, %d rounds\n",
       c.setup.layers, c.setup.width, params, params * 4.0 / (1 << 20), world, kBatch, kContext,
       c.setup.steps, c.rounds);
+  if (c.device != "cpu") {
+    std::printf("device %s\n", c.device.c_str());
+    return run_backend(c.device == "cuda" ? Ranks::nccl : Ranks::threads, c.setup, c.rounds);
+  }
   if (c.backend == "mpi") run_backend(Ranks::mpi, c.setup, c.rounds);
   if (c.backend == "tcp" || c.backend == "both") run_backend(Ranks::processes, c.setup, c.rounds);
   if (c.backend == "threads" || c.backend == "both") run_backend(Ranks::threads, c.setup, c.rounds);

@@ -1,5 +1,6 @@
 // bench/ddp's ranks: one training configuration timed on 2 thread ranks, 2 forked processes
-// or mpirun's processes, each rank pinned to its own core (see ddp_ranks.h).
+// or mpirun's processes, each rank pinned to its own core, or 2 nccl processes sharing one
+// GPU (see ddp_ranks.h).
 #include "bench/ddp_ranks.h"
 
 #include <sched.h>
@@ -8,16 +9,20 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "bench/tcp_ranks.h"
 #include "dist/init.h"
 #include "dist/mpi_group.h"
+#include "dist/nccl_group.h"
 #include "dist/store.h"
 #include "dist/tcp_group.h"
 #include "dist/threads_group.h"
+#include "kernels/cuda/device_errors.h"
 #include "nn/ddp.h"
 #include "nn/fsdp.h"
 #include "ringgrad.h"
@@ -79,6 +84,7 @@ double timed_step(nn::GPT& model, nn::DistributedDataParallel* ddp,
   if (fsdp) fsdp->pre_forward();
   auto [logits, loss] = model.forward(idx, idx, Reduction::mean, -1);
   loss.backward();
+  if (!idx.device().is_cpu()) (void)loss.item();  // waits for the step's kernels and comm
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -86,7 +92,10 @@ double timed_step(nn::GPT& model, nn::DistributedDataParallel* ddp,
 // as many, every other one under no_sync).
 DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   set_num_threads(1);
+  Device device = setup.device;
+  if (device.is_sim()) device.index = group.rank();  // thread ranks: their syncs counted apart
   auto model = std::make_shared<nn::GPT>(config(setup));
+  if (!device.is_cpu()) model->to(device);
   std::unique_ptr<nn::DistributedDataParallel> ddp;
   std::unique_ptr<nn::FullyShardedDataParallel> fsdp;
   if (setup.use_ddp && setup.zero == 3) {
@@ -98,10 +107,13 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
     ddp = std::make_unique<nn::DistributedDataParallel>(model, group, o);
   }
   Generator gen{uint64_t(group.rank()) + 1, 0};
-  Tensor idx = mul(rand({kBatch, kContext}, DType::f32, kCPU, &gen), double(kVocab)).to(DType::i64);
+  Tensor idx = mul(rand({kBatch, kContext}, DType::f32, kCPU, &gen), double(kVocab))
+                   .to(DType::i64)
+                   .to(device);
   const bool interleave = setup.interleave && ddp;
   double seconds[2] = {0, 0}, rank_cpu[2] = {0, 0}, process_cpu[2] = {0, 0}, comm = 0, hidden = 0;
   timed_step(*model, ddp.get(), fsdp.get(), idx, true);  // warm-up
+  const uint64_t syncs = device.is_cpu() ? 0 : gpu::host_syncs(device);
   for (int step = 0; step < (interleave ? 2 : 1) * setup.steps; ++step) {
     const bool sync = !interleave || step % 2 == 1;
     const double rank0 = cpu_seconds(RUSAGE_THREAD), process0 = cpu_seconds(RUSAGE_SELF);
@@ -123,6 +135,9 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   r.comm_ms = 1e3 * comm / setup.steps;
   r.hidden_fraction = comm > 0 ? hidden / comm : 0;
   r.buckets = ddp ? ddp->reducer().bucket_count() : 0;
+  if (!device.is_cpu())
+    r.host_syncs_per_step =
+        double(gpu::host_syncs(device) - syncs) / ((interleave ? 2 : 1) * setup.steps);
   return r;
 }
 
@@ -137,20 +152,39 @@ DdpResult on_threads(const DdpSetup& setup) {
   return result;
 }
 
-DdpResult on_processes(const DdpSetup& setup) {
+// Ranks::nccl: one GPU for both ranks. NCCL refuses two ranks of one host on one device;
+// each child gets its own host id, and they talk over sockets on the loopback. The parent
+// never touches CUDA (the children fork from it).
+std::shared_ptr<dist::ProcessGroup> nccl_rank(std::shared_ptr<dist::Store> store, int rank,
+                                              int nproc) {
+  for (const char* v : {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"})
+    setenv(v, "1", 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("NCCL_HOSTID", ("ringgrad-bench-host-" + std::to_string(rank)).c_str(), 1);
+  dist::Options options;
+  options.timeout = dist::Milliseconds(60000);
+  return dist::make_nccl_group(std::move(store), rank, nproc, 0, options, "bench-ddp");
+}
+
+DdpResult on_processes(const DdpSetup& setup, bool nccl) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   // pinned before the group: its communication thread inherits the core
-  bool ok = run_forked_tcp_ranks(kWorld, "ddp", pin_rank, [&](dist::ProcessGroup& group) {
-    DdpResult mine = train(group, setup);
-    if (group.rank() == 0 && write(fds[1], &mine, sizeof mine) != sizeof mine)
-      throw std::runtime_error("cannot write the result");
-  });
+  bool ok = run_forked_tcp_ranks(
+      kWorld, "ddp", pin_rank,
+      [&](dist::ProcessGroup& group) {
+        DdpResult mine = train(group, setup);
+        if (group.rank() == 0 && write(fds[1], &mine, sizeof mine) != sizeof mine)
+          throw std::runtime_error("cannot write the result");
+      },
+      nccl ? GroupMaker(nccl_rank) : GroupMaker());
   close(fds[1]);
   DdpResult result;
   ok = read(fds[0], &result, sizeof result) == sizeof result && ok;
   close(fds[0]);
-  if (!ok) throw std::runtime_error("a tcp rank failed (see above)");
+  if (!ok)
+    throw std::runtime_error(std::string("a ") + (nccl ? "nccl" : "tcp") +
+                             " rank failed (see above)");
   return result;
 }
 
@@ -175,7 +209,8 @@ long long ddp_model_parameters(const DdpSetup& setup) {
 
 DdpResult measure_ddp(Ranks ranks, const DdpSetup& setup) {
   if (ranks == Ranks::mpi) return train(mpi_ranks_group(), setup);
-  return ranks == Ranks::threads ? on_threads(setup) : on_processes(setup);
+  if (ranks == Ranks::threads) return on_threads(setup);
+  return on_processes(setup, ranks == Ranks::nccl);
 }
 
 std::string pinning_note() {

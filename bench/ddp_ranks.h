@@ -5,7 +5,10 @@
 // communication thread shares that core, while the threads backend's communication threads
 // (created before the rank threads) float. Ranks::mpi: this process is one rank of mpirun's
 // (every rank runs the same measurements), joined by the mpi backend, pinned likewise unless
-// mpirun already bound it to one core.
+// mpirun already bound it to one core. Ranks::nccl: 2 forked processes on GPU 0, joined by
+// the nccl backend, each its own NCCL "host" (NCCL_HOSTID), as tests/dist/test_nccl.cpp runs
+// them. With a device (cuda, sim) the model and batch live there, and each step ends with the
+// loss read (its one host synchronization), so the host clock times the device's work.
 #pragma once
 #include <string>
 
@@ -13,7 +16,7 @@
 
 namespace rg::bench {
 
-enum class Ranks { threads, processes, mpi };
+enum class Ranks { threads, processes, mpi, nccl };
 
 struct DdpSetup {
   int layers = 4, width = 256, steps = 6;
@@ -25,6 +28,9 @@ struct DdpSetup {
   bool interleave = false;
   // 3: nn::FullyShardedDataParallel (ZeRO-3, prefetch on) instead of DDP (with use_ddp).
   int zero = 0;
+  // Where the model and batch live: cpu, cuda (Ranks::nccl) or sim (thread ranks on sim:0
+  // and sim:1, a path to try the device measurement on a CPU).
+  Device device = kCPU;
 };
 
 struct DdpResult {
@@ -40,6 +46,7 @@ struct DdpResult {
   double rank_extra_cpu_ms = 0;
   double comm_thread_cpu_ms = 0;
   size_t buffers_lent = 0;
+  double host_syncs_per_step = 0;  // device runs: host synchronizations (1 = the loss read)
 };
 
 constexpr int kBatch = 4, kContext = 64, kVocab = 512;

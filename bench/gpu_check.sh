@@ -12,7 +12,9 @@
 #      cuda kernel test, racecheck and synccheck over the row, reduce, softmax, layer norm,
 #      cross-entropy and attention tests (a missing compute-sanitizer fails the step);
 #   6. bench/kernels, which exits 1 when a kernel misses its floor (x memcpy, x cuBLAS);
-#   7. bench/train_step on cuda: GPU step times, eager and replayed as a CUDA graph (figures,
+#   7. bench/ddp --device cuda: 2 nccl processes on the GPU, DDP's step against no
+#      communication, the hidden share and host syncs per step (figures; fails only on errors);
+#   8. bench/train_step on cuda: GPU step times, eager and replayed as a CUDA graph (figures,
 #      not a check; it fails only on errors).
 # Each step prints its time; every step's limit is cut to what is left of the budget, in this
 # order of importance. After every step the report so far is written to $OUT/gpu_check.md
@@ -160,7 +162,7 @@ add_missing_libraries() {
 if [[ -n ${RG_GPU_PREBUILT:-} ]]; then
   note "prebuilt binaries in $BUILD: no configure, no build"
   for f in libringgrad.so tests/kernels/test_kernels bench/kernels bench/train_step \
-    tests/dist/test_dist_nccl; do
+    bench/ddp tests/dist/test_dist_nccl; do
     [[ -x $BUILD/$f || -f $BUILD/$f ]] || {
       note "missing: $BUILD/$f"
       STATUS=1
@@ -172,7 +174,7 @@ elif [[ ! -f $BUILD/build.ninja ]]; then
 fi
 # Only what the checks need: the full tree costs minutes of nvcc.
 [[ -n ${RG_GPU_PREBUILT:-} ]] || TAIL=15 step "build" 200 ninja -C "$BUILD" libringgrad.so \
-  tests/kernels/test_kernels bench/kernels bench/train_step tests/dist/test_dist_nccl \
+  tests/kernels/test_kernels bench/kernels bench/train_step bench/ddp tests/dist/test_dist_nccl \
   tests/dist/rank_helper
 add_missing_libraries
 publish
@@ -184,6 +186,7 @@ if [[ $STATUS -eq 0 ]]; then
   TAIL=25 step "compute-sanitizer racecheck" 60 bash -c 'sanitize racecheck "$ROW_TESTS"'
   TAIL=25 step "compute-sanitizer synccheck" 60 bash -c 'sanitize synccheck "$ROW_TESTS"'
   TAIL=40 step "bench/kernels (floors enforced)" 60 "$BUILD/bench/kernels"
+  TAIL=12 step "ddp on cuda (2 nccl processes)" 60 "$BUILD/bench/ddp" 4 256 6 --device cuda --rounds 2
   TAIL=30 step "train_step on cuda" 60 "$BUILD/bench/train_step" 4 256 8 128 10 1 1 --device cuda --cuda-graphs
 fi
 note ""

@@ -15,7 +15,8 @@
 namespace rg::bench {
 
 bool run_forked_tcp_ranks(int nproc, const char* who, const std::function<void(int)>& before_group,
-                          const std::function<void(dist::ProcessGroup&)>& body) {
+                          const std::function<void(dist::ProcessGroup&)>& body,
+                          const GroupMaker& make_group) {
   std::fflush(stdout);  // else the children would print what is buffered again
   auto server = std::make_shared<dist::TcpStore>("127.0.0.1", 0, true);
   const int port = server->port();
@@ -28,7 +29,8 @@ bool run_forked_tcp_ranks(int nproc, const char* who, const std::function<void(i
       try {
         if (before_group) before_group(rank);
         auto store = std::make_shared<dist::TcpStore>("127.0.0.1", port, false);
-        auto group = dist::make_tcp_group(store, rank, nproc);
+        auto group =
+            make_group ? make_group(store, rank, nproc) : dist::make_tcp_group(store, rank, nproc);
         body(*group);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", who, rank, e.what());

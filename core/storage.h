@@ -25,6 +25,9 @@ struct Storage {
   // this block (0 for borrowed memory) and what the block holds. Guarded by its mutex.
   size_t charged_bytes = 0;
   MemoryCategory memory_category = MemoryCategory::other;
+  // Page-locked host memory of the pinned pool (gpu::empty_pinned): copies from it to a GPU
+  // may be asynchronous (Tensor::to's non_blocking).
+  bool pinned = false;
 
   Storage(void* d, size_t n, Device dev, std::function<void(void*, size_t)> r)
       : data(d), nbytes(n), device(dev), release(std::move(r)) {}

@@ -73,7 +73,9 @@ class Tensor {
   // Value of a one-element tensor (copied to the host when needed).
   double item() const;
   template <typename T>
-  T item() const { return static_cast<T>(item()); }
+  T item() const {
+    return static_cast<T>(item());
+  }
   // All elements in row-major order, converted to T (copied to the host when needed).
   template <typename T>
   std::vector<T> to_vector() const;
@@ -98,8 +100,16 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device) const;
-  Tensor to(Device device, DType dtype) const;
+  // non_blocking (PyTorch's spelling): a copy from pinned host memory (pin_memory()) to a
+  // GPU is queued on the device's current stream and returns without waiting; kernels
+  // queued later on that stream see the data. Other copies, and every copy to the host,
+  // stay synchronous.
+  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor to(Device device, DType dtype, bool non_blocking = false) const;
+  // A copy in pinned (page-locked) host memory, for non_blocking copies; the tensor itself
+  // when it is already pinned. cpu tensors only.
+  Tensor pin_memory() const;
+  bool is_pinned() const { return checked().storage->pinned; }
 
   // ---- in-place (ops/); bump the version counter. const like PyTorch: a Tensor is a handle,
   // and these change the data it points at, not the handle.
@@ -136,7 +146,7 @@ class Tensor {
   void set_grad(const Tensor& grad);  // replaces .grad (undefined clears it)
   Tensor& mutable_grad();             // the slot itself, for accumulation
   std::shared_ptr<Node> grad_fn() const;
-  Tensor detach() const;              // shares storage, no graph
+  Tensor detach() const;  // shares storage, no graph
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   void retain_grad() const;
 

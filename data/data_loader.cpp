@@ -42,6 +42,7 @@ void DataLoader::stop() {
 
 void DataLoader::start(int64_t epoch) {
   stop();
+  staged_.reset();
   sampler_.set_epoch(epoch);
   std::vector<int64_t> order = sampler_.indices();
   // drop_last: the final partial batch is never built.
@@ -95,10 +96,6 @@ void DataLoader::work(std::vector<int64_t> order) {
 
 Batch DataLoader::build(const std::vector<int64_t>& indices) const {
   const int64_t B = static_cast<int64_t>(indices.size()), T = dataset_->context_length();
-  // TODO(cuda): when options_.device is cuda and pin_memory is set, allocate these in pinned
-  // memory (gpu::empty_pinned) and let next() issue gpu::copy_async on the consumer's
-  // stream, keeping the staging tensor alive until the copy's event completes. Until the
-  // cuda runtime's pinned API is in the build, next() copies with .to(device).
   Batch batch{empty({B, T}, DType::i64), empty({B, T}, DType::i64), indices};
   int64_t* in = batch.inputs.data<int64_t>();
   int64_t* tg = batch.targets.data<int64_t>();
@@ -115,33 +112,63 @@ Batch DataLoader::build(const std::vector<int64_t>& indices) const {
     std::memcpy(in + row * T, ex.input.data(), T * sizeof(int64_t));
     std::memcpy(tg + row * T, ex.target.data(), T * sizeof(int64_t));
   }
+  if (pins()) {  // as PyTorch's pin-memory thread: off the consumer's thread
+    batch.inputs = batch.inputs.pin_memory();
+    batch.targets = batch.targets.pin_memory();
+  }
   return batch;
 }
 
-std::optional<Batch> DataLoader::next() {
-  if (!started_) start(sampler_.epoch());
-  Item item;
+bool DataLoader::pins() const {
+  return options_.pin_memory && (options_.device.is_cuda() || options_.device.is_sim());
+}
+
+// The oldest queued batch; with `wait`, waits for one (timed) unless the epoch is over.
+std::optional<DataLoader::Item> DataLoader::take(bool wait) {
+  std::optional<Item> item;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (queue_.empty() && !worker_done_) {
+    if (wait && queue_.empty() && !worker_done_) {
       const auto begin = std::chrono::steady_clock::now();
       changed_.wait(lock, [&] { return !queue_.empty() || worker_done_; });
       stats_.waits += 1;
       stats_.wait_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     }
-    if (queue_.empty()) return std::nullopt;  // the epoch is over
+    if (queue_.empty()) return std::nullopt;  // the epoch is over (or, without wait, not ready)
     item = std::move(queue_.front());
     queue_.pop_front();
-    if (!item.error) stats_.batches += 1;
   }
   changed_.notify_all();
-  if (item.error) std::rethrow_exception(item.error);
-  if (options_.device != kCPU) {
-    item.batch.inputs = item.batch.inputs.to(options_.device);
-    item.batch.targets = item.batch.targets.to(options_.device);
+  return item;
+}
+
+// Issues the batch's copy to options.device: non_blocking from pinned memory.
+void DataLoader::to_device(Item& item) const {
+  if (item.error || options_.device == kCPU) return;
+  item.batch.inputs = item.batch.inputs.to(options_.device, pins());
+  item.batch.targets = item.batch.targets.to(options_.device, pins());
+}
+
+std::optional<Batch> DataLoader::next() {
+  if (!started_) start(sampler_.epoch());
+  std::optional<Item> item = std::move(staged_);
+  staged_.reset();
+  if (!item) {
+    item = take(true);
+    if (!item) return std::nullopt;
+    to_device(*item);
   }
-  return std::move(item.batch);
+  if (item->error) std::rethrow_exception(item->error);
+  if (pins()) {  // stage the next batch if the worker has it ready
+    staged_ = take(false);
+    if (staged_) to_device(*staged_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.batches += 1;
+  }
+  return std::move(item->batch);
 }
 
 int64_t DataLoader::batches_built() const {

@@ -6,6 +6,11 @@
 //     dataset is queued too and re-thrown by next() in its place.
 //   consumer (next()): takes the oldest batch, waiting if none is ready (the wait is timed,
 //     see stats()), and moves it to options.device.
+// With pin_memory and a GPU device (PyTorch's pin_memory): the worker copies each batch into
+// pinned host memory, and next() copies it to the device with non_blocking (no host wait).
+// next() also stages the batch after the one it returns: when that batch is already queued,
+// its copy is issued at once, so it runs on the stream while the consumer's step is queued.
+// The pinned blocks return to their pool only after their copies ran (kernels/cuda/stream.h).
 // A new epoch (set_epoch, or the first next()) stops the previous worker and starts one
 // over the sampler's indices for that epoch. The destructor stops and joins the worker,
 // even mid-epoch. One consumer thread only.
@@ -37,7 +42,7 @@ struct LoaderOptions {
   int64_t prefetch = 2;    // batches prepared ahead of the consumer (>= 1)
   bool drop_last = true;   // drop the epoch's final partial batch
   Device device = kCPU;    // where next() delivers the tensors
-  bool pin_memory = true;  // stage in pinned host memory when device is cuda
+  bool pin_memory = true;  // stage in pinned host memory when device is a GPU (cuda, sim)
 };
 
 struct LoaderStats {
@@ -73,6 +78,9 @@ class DataLoader {
   void stop();
   void work(std::vector<int64_t> order);
   Batch build(const std::vector<int64_t>& indices) const;
+  bool pins() const;  // pin_memory on a GPU device
+  std::optional<Item> take(bool wait);
+  void to_device(Item& item) const;
 
   std::shared_ptr<const Dataset> dataset_;
   DistributedSampler sampler_;
@@ -81,6 +89,7 @@ class DataLoader {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Item> queue_;
+  std::optional<Item> staged_;  // the next batch, its device copy issued (consumer only)
   bool stopping_ = false;
   bool worker_done_ = false;
   bool started_ = false;

@@ -9,8 +9,10 @@
 // wait_message makes the consuming stream wait for the message's event; at the end of each
 // collective the messages go to a watchdog thread (dist/stream_watchdog.h) that polls their
 // events with the timeout and aborts the communicator naming a late peer. A user's send and
-// nccl_allreduce first make NCCL's stream wait for the calling thread's stream. Calls into
-// the communicator hold nccl_mu_, so that the watchdog may abort it from its thread.
+// nccl_allreduce first make NCCL's stream wait for the calling thread's stream;
+// nccl_allreduce (ncclAllReduce) completes as an event too: its wait() is a stream wait,
+// never a host one. Calls into the communicator hold nccl_mu_, so that the watchdog may
+// abort it from its thread.
 // The communicator is non-blocking, so init and every wait can time out: past the group's
 // timeout the communicator is aborted and the error names the peer waited for.
 #include "dist/nccl_group.h"
@@ -27,6 +29,7 @@
 #include "dist/dist_error.h"
 #include "dist/stream_messages.h"
 #include "dist/stream_watchdog.h"
+#include "dist/stream_work.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::dist {
@@ -92,6 +95,10 @@ ncclDataType_t nccl_dtype(DType dtype) {
 }
 
 class NcclTransport;
+
+// The peer of a late message from NCCL's own all-reduce: NCCL does not say which rank it
+// waits for.
+constexpr int kAnyPeer = -1;
 
 class NcclWork : public Work {
  public:
@@ -214,9 +221,11 @@ class NcclTransport : public Transport {
   // kernels end), and every later call fails naming the peer.
   void lose_late(const StreamMessages::Late& late, const std::string& error) {
     const Failure f{FailureKind::timeout, late.peer, describe(late.env), late.env.seq};
+    const std::string whom =
+        late.peer == kAnyPeer ? "the other ranks (ncclAllReduce)" : str("rank ", late.peer);
     const std::string message =
         error.empty() ? str("rank ", rank(), ": ", describe(late.env), ": timed out after ",
-                            timeout().count() / 1000.0, " s waiting for rank ", late.peer)
+                            timeout().count() / 1000.0, " s waiting for ", whom)
                       : error;
     abort(f, message);
   }
@@ -231,18 +240,32 @@ class NcclTransport : public Transport {
              ncclGetErrorString(state));
   }
 
+  // ncclAllReduce in place on NCCL's stream, stream-ordered like the ring's collectives
+  // (dist/stream_work.h): no host wait. Its Work's wait() makes the caller's current stream
+  // wait for the completion event; the watchdog polls that event with the group's timeout.
   std::shared_ptr<Work> native_allreduce(const Tensor& t, CombineOp op) {
     RG_CHECK(supports_device(t.device()) && t.is_contiguous(),
-             "nccl_allreduce: needs a "
-             "contiguous tensor on ",
-             device_.str());
+             "nccl_allreduce: needs a contiguous tensor on ", device_.str());
+    RG_CHECK(!in_batch_, "nccl_allreduce: called between begin_batch and end_batch");
     ncclRedOp_t nccl_op = op == CombineOp::max ? ncclMax : op == CombineOp::avg ? ncclAvg : ncclSum;
     messages_->wait_for_producers();  // ordered after the kernels that produced t
     used_on_nccl_stream(t);
-    return post([&] {
+    std::shared_ptr<NcclWork> posted = post([&] {
       return ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op,
                            comm_, stream_);
     });
+    Envelope env;  // for the watchdog's message: "allreduce #n (sum of ...)"
+    env.kind = Collective::allreduce;
+    env.op = op;
+    env.dtype = t.dtype();
+    env.tag = kCollectiveTag;
+    env.seq = ++native_seq_;
+    env.count = t.numel();
+    watchdog_->watch({{posted->done(), {kAnyPeer, env}}}, Clock::now() + timeout());
+    auto work = std::make_shared<StreamWork>(device_);
+    work->set_done(posted->done());
+    work->finish();  // queued: wait() only orders the waiter's stream
+    return work;
   }
 
  private:
@@ -253,7 +276,7 @@ class NcclTransport : public Transport {
   }
 
   template <typename Call>
-  std::shared_ptr<Work> post(Call call) {
+  std::shared_ptr<NcclWork> post(Call call) {
     RG_CUDA(cudaSetDevice(device_.index), "nccl");
     auto work = std::make_shared<NcclWork>(this);
     {
@@ -309,6 +332,7 @@ class NcclTransport : public Transport {
   std::mutex nccl_mu_;                        // held by every call into comm_
   bool in_batch_ = false;
   std::vector<std::shared_ptr<NcclWork>> batch_;
+  uint64_t native_seq_ = 0;  // nccl_allreduce calls so far, for the watchdog's message
 };
 
 bool NcclWork::wait(Milliseconds timeout) {

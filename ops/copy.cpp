@@ -3,6 +3,7 @@
 // strided layouts through the device's `copy` kernel.
 #include "core/device_interface.h"
 #include "kernels/builtin.h"
+#include "kernels/cuda/stream.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -11,9 +12,10 @@ namespace rg {
 namespace {
 
 void check_inplace(const char* op, const Tensor& self, const Tensor& other = Tensor()) {
-  RG_CHECK(!GradMode::is_enabled() || (!self.requires_grad() &&
-                                       !(other.defined() && other.requires_grad())),
-           op, ": in-place operation on a tensor that requires grad; run it under NoGradGuard "
+  RG_CHECK(!GradMode::is_enabled() ||
+               (!self.requires_grad() && !(other.defined() && other.requires_grad())),
+           op,
+           ": in-place operation on a tensor that requires grad; run it under NoGradGuard "
            "(as optimizers do) or use the out-of-place op");
 }
 
@@ -32,9 +34,17 @@ void copy_raw(const Tensor& dst, const Tensor& src) {
   }
   Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.dtype(), dst.device());
   const Device mover = dst.device().is_cpu() ? src.device() : dst.device();
-  device_interface(mover.type).copy(landing.data_ptr(), dst.device(), packed.data_ptr(),
-                                    src.device(), dst.nbytes());
+  device_interface(mover.type)
+      .copy(landing.data_ptr(), dst.device(), packed.data_ptr(), src.device(), dst.nbytes());
   if (!landing.is_same(dst)) RG_KERNEL(dst.device(), copy)(dst, landing);
+}
+
+// A host-to-device copy that may run without a host wait: from pinned memory, bytes as
+// they are (same dtype, contiguous), to a GPU. From pageable memory the driver would stage
+// the bytes synchronously anyway, so that copy stays an ordinary synchronous one.
+bool copies_async(const Tensor& x, Device device, DType dtype) {
+  return x.device().is_cpu() && (device.is_cuda() || device.is_sim()) && x.is_pinned() &&
+         x.dtype() == dtype && x.is_contiguous();
 }
 
 // d(clone): the gradient itself.
@@ -60,12 +70,17 @@ Tensor clone(const Tensor& x) {
 
 Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 
-Tensor to(const Tensor& x, Device device, DType dtype) {
+Tensor to(const Tensor& x, Device device, DType dtype, bool non_blocking) {
   if (x.device() == device && x.dtype() == dtype) return x;
-  RG_CHECK(!(x.requires_grad() && !is_floating(dtype)), "to: cannot convert a tensor that "
-           "requires grad to the non-floating type ", dtype);
+  RG_CHECK(!(x.requires_grad() && !is_floating(dtype)),
+           "to: cannot convert a tensor that "
+           "requires grad to the non-floating type ",
+           dtype);
   Tensor out = empty(x.shape(), dtype, device);
-  copy_raw(out, x);
+  if (non_blocking && copies_async(x, device, dtype))
+    gpu::copy_async(out, x);  // records the pinned block's use: it outlives the copy
+  else
+    copy_raw(out, x);
   if (needs_grad({x})) record("to", out, {x}, ToDerivative{x.device(), x.dtype()});
   return out;
 }
@@ -73,8 +88,20 @@ Tensor to(const Tensor& x, Device device, DType dtype) {
 Tensor Tensor::contiguous() const { return rg::contiguous(*this); }
 Tensor Tensor::clone() const { return rg::clone(*this); }
 Tensor Tensor::to(DType dtype) const { return rg::to(*this, device(), dtype); }
-Tensor Tensor::to(Device device) const { return rg::to(*this, device, dtype()); }
-Tensor Tensor::to(Device device, DType dtype) const { return rg::to(*this, device, dtype); }
+Tensor Tensor::to(Device device, bool non_blocking) const {
+  return rg::to(*this, device, dtype(), non_blocking);
+}
+Tensor Tensor::to(Device device, DType dtype, bool non_blocking) const {
+  return rg::to(*this, device, dtype, non_blocking);
+}
+
+Tensor Tensor::pin_memory() const {
+  RG_CHECK(device().is_cpu(), "pin_memory: only cpu tensors can be pinned, got one on ", device());
+  if (is_pinned()) return *this;
+  Tensor pinned = gpu::empty_pinned(shape(), dtype());
+  copy_raw(pinned, *this);  // host to host: a plain copy
+  return pinned;
+}
 
 Tensor& Tensor::copy_(const Tensor& src) const {
   check_inplace("copy_", *this, src);

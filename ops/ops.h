@@ -154,7 +154,8 @@ Tensor tril_mask(int64_t rows, int64_t cols, Device device = kCPU);  // bool, tr
 // ---- copies (ops/copy.cpp)
 Tensor contiguous(const Tensor& x);
 Tensor clone(const Tensor& x);
-Tensor to(const Tensor& x, Device device, DType dtype);
+// non_blocking: see Tensor::to (core/tensor.h).
+Tensor to(const Tensor& x, Device device, DType dtype, bool non_blocking = false);
 
 // ---- multi-tensor optimizer ops (ops/multi_tensor.cpp): one kernel pass over a list; no
 // autograd. Each checks its list (one device, one dtype, matching shapes) and throws

@@ -62,10 +62,13 @@ std::pair<rg::Tensor, rg::Tensor> gather(const rg::data::Dataset& ds,
     std::copy(ex.input.begin(), ex.input.end(), x.begin() + i * T);
     std::copy(ex.target.begin(), ex.target.end(), y.begin() + i * T);
   }
-  auto X = rg::from_blob(x.data(), {B, T}, rg::DType::i64).clone();
-  auto Y = rg::from_blob(y.data(), {B, T}, rg::DType::i64).clone();
-  if (device != rg::kCPU) return {X.to(device), Y.to(device)};
-  return {X, Y};
+  auto X = rg::from_blob(x.data(), {B, T}, rg::DType::i64);
+  auto Y = rg::from_blob(y.data(), {B, T}, rg::DType::i64);
+  // A device run stages the batch in pinned memory and copies it without a host wait.
+  if (device != rg::kCPU)
+    return {X.pin_memory().to(device, /*non_blocking=*/true),
+            Y.pin_memory().to(device, /*non_blocking=*/true)};
+  return {X.clone(), Y.clone()};
 }
 
 Schedule::Schedule(int64_t n, int64_t world, int64_t per_rank, uint64_t seed)

@@ -122,6 +122,7 @@ Tensor empty_pinned(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(
       p, nbytes, kCPU, [](void* ptr, size_t) { pinned_pool().deallocate(ptr); });
+  impl->storage->pinned = true;
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

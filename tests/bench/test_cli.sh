@@ -90,7 +90,8 @@ else
   expect_error "$allreduce" "was not built" --baseline mpi --backend tcp
 fi
 
-expect_help "$ddp" layers width steps --backend --bucket-cap-mb --zero
+expect_help "$ddp" layers width steps --backend --bucket-cap-mb --zero --device
+expect_error "$ddp" "--device" --device tpu
 expect_error "$ddp" "--zero" --zero 2
 expect_error "$ddp" "width" 4 abc
 expect_error "$ddp" "--backend" --backend carrier-pigeon

@@ -49,7 +49,7 @@ mkdir -p "$pre/tests/kernels" "$pre/tests/dist" "$pre/bench"
 : >"$pre/libringgrad.so"
 printf '#!/bin/sh\nif [ "$CUDA_LAUNCH_BLOCKING" = 1 ]; then echo "illegal address in layernorm_backward"; else echo "illegal address seen at softmax"; fi\nexit 1\n' \
   >"$pre/tests/kernels/test_kernels"
-for f in tests/dist/test_dist_nccl bench/kernels bench/train_step; do
+for f in tests/dist/test_dist_nccl bench/kernels bench/ddp bench/train_step; do
   printf '#!/bin/sh\necho "%s ran"\n' "$f" >"$pre/$f"
 done
 printf '#!/bin/sh\necho "sanitizer args: $*"\n' >"$work/bin/compute-sanitizer"
@@ -72,6 +72,8 @@ expect_report prebuilt "## compute-sanitizer racecheck: PASS"
 expect_report prebuilt "-tc=cuda:*row*,cuda:*reduce*"
 expect_report prebuilt "--tool synccheck"
 expect_report prebuilt "## bench/kernels (floors enforced): PASS"
+expect_report prebuilt "## ddp on cuda (2 nccl processes): PASS"
+expect_report prebuilt "bench/ddp ran"
 expect_report prebuilt "## train_step on cuda: PASS"
 expect_report prebuilt "SOME STEPS FAILED"
 full no_sanitizer "$work/nowhere/compute-sanitizer"

@@ -2,10 +2,13 @@
 // where work on the communication stream really waits until someone waits for it: events
 // order the streams; a device block used on a second stream is reused only after that
 // stream's work (record_stream), and a pinned host block only after the async copies that
-// use it. Each test first shows that the mode exposes the bug (without the protection the
-// late work sees the new owner's values), then that the protection prevents it.
+// use it (also through to(non_blocking)). Each test first shows that the mode exposes the bug
+// (without the protection the late work sees the new owner's values), then that the protection
+// prevents it.
+#include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/stream_queue.h"
+#include "ops/ops.h"
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -107,4 +110,40 @@ TEST_CASE("sim delayed streams: a pinned block is reused only after its async co
   for (double v : values(dev)) REQUIRE(v == 1.0);
   Tensor later = gpu::empty_pinned({2048}, DType::f32);
   CHECK(later.data_ptr() == block);  // back in the pool once the copy ran
+}
+
+TEST_CASE("to(non_blocking) from pinned memory: no host wait, block held until the copy ran") {
+  sim::DelayedStreamsScope delayed;
+  const gpu::Stream comm = gpu::comm_stream(kSim);
+  Tensor pageable = full({3000}, 5.0, DType::f32);
+  Tensor host = pageable.pin_memory();
+  CHECK(host.is_pinned());
+  CHECK_FALSE(pageable.is_pinned());
+  CHECK(host.pin_memory().is_same(host));  // already pinned
+  void* block = host.data_ptr();
+  Tensor dev;
+  const uint64_t syncs = gpu::host_syncs(kSim);
+  {
+    gpu::StreamGuard on_comm(comm);  // sim's delayed stream: the copy waits in its queue
+    dev = host.to(kSim, /*non_blocking=*/true);
+  }
+  CHECK(gpu::host_syncs(kSim) == syncs);  // queued, not waited for
+  host = Tensor();
+  Tensor other = gpu::empty_pinned({3000}, DType::f32);
+  CHECK(other.data_ptr() != block);  // the pending copy still reads it
+  gpu::synchronize(comm);
+  CHECK(gpu::host_syncs(kSim) == syncs + 1);
+  for (double v : values(dev)) REQUIRE(v == 5.0);
+  Tensor later = gpu::empty_pinned({3000}, DType::f32);
+  CHECK(later.data_ptr() == block);  // back in the pool once the copy ran
+}
+
+TEST_CASE("to(non_blocking) from pageable memory stays synchronous; pin_memory needs the cpu") {
+  Tensor pageable = full({16}, 2.0, DType::f32);
+  const uint64_t syncs = gpu::host_syncs(kSim);
+  Tensor dev = pageable.to(kSim, /*non_blocking=*/true);
+  CHECK(gpu::host_syncs(kSim) == syncs + 1);
+  for (double v : values(dev)) REQUIRE(v == 2.0);
+  CHECK_THROWS_WITH_AS(dev.pin_memory(), doctest::Contains("pin_memory: only cpu tensors"),
+                       rg::Error);
 }

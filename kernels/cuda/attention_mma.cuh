@@ -7,16 +7,18 @@
 // launches opt in past 48 KiB.
 //   forward: the block's 64 query rows stay in shared memory; per 64-key tile S = Q K^T by
 //            mma, masked and scaled, the online softmax (row max m and sum l) in registers
-//            (a row's 8 values of an 8-column tile sit on the 4 lanes of a quad), P goes
-//            through the warp's 16 x 64 scratch tile (rounded to the input type) and
-//            O += P V by mma. Writes out = O / l and lse = m + log l.
+//            (a row's 8 values of an 8-column tile sit on the 4 lanes of a quad), P rounded
+//            to the input type and O += P V by mma: bf16 feeds the accumulator registers
+//            straight back as A fragments (FlashAttention-2's register reuse); TF32's A
+//            layout differs, so its P goes through the warp's 16 x 64 scratch tile. Writes
+//            out = O / l and lse = m + log l.
 //   backward, no atomics (deterministic), P recomputed from lse:
 //     dq:   a block of 64 query rows over key tiles: D_i = dout_i . out_i (written for dkdv),
 //           dS = P (dO V^T - D_i), dQ += dS K;
 //     dkdv: a block of 64 key rows over query tiles: P^T, dP^T = V dO^T, dV += P^T dO,
 //           dK += dS^T Q.
-// The scratch tile round trip (instead of reusing the accumulator registers as the next
-// A fragment) and unpadded rows (bank conflicts) are left for a GPU to measure.
+// Fragments load element by element (no ldmatrix) from unpadded rows (bank conflicts):
+// left for a GPU to measure.
 #pragma once
 #include "kernels/cuda/attention_mma_tiles.cuh"
 
@@ -166,7 +168,7 @@ __global__ void dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k,
   In* qs = vs + kTile * kD;
   In* dos = qs + kTile * kD;
   In* scratch = dos + kTile * kD + int(threadIdx.x) / 32 * kRows * kTile;
-  float* lse_s = reinterpret_cast<float*>(dos + kTile * kD + kWarps * kRows * kTile);
+  float* lse_s = reinterpret_cast<float*>(dos + kTile * kD + scratch_values<M>());
   float* delta_s = lse_s + kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int64_t b = blockIdx.x / blocks_per_batch(g.S), base = b * g.T;
@@ -203,10 +205,10 @@ __global__ void dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k,
 // ---- host side
 
 // Shared memory of a kernel staging `tiles` 64-row tiles plus the warps' scratch tiles
-// (and `floats` f32 values).
+// where used (and `floats` f32 values).
 template <typename M, int kD>
 size_t shared_bytes(int tiles, int floats) {
-  return size_t(tiles * kTile * kD + kWarps * kRows * kTile) * sizeof(typename M::In) +
+  return size_t(tiles * kTile * kD + scratch_values<M>()) * sizeof(typename M::In) +
          size_t(floats) * sizeof(float);
 }
 

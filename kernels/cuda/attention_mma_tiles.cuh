@@ -13,6 +13,13 @@ namespace attention_mma {
 
 constexpr int kRows = 16, kWarps = 4, kTile = kRows * kWarps, kTileN = kTile / 8;
 
+// The warps' 16 x 64 scratch tiles (values of the input type): TF32 only (see
+// accumulate_product).
+template <typename M>
+constexpr int scratch_values() {
+  return std::is_same_v<M, MmaBf16> ? 0 : kWarps * kRows * kTile;
+}
+
 struct Geometry {
   int64_t B, T, S;
   bool causal;
@@ -51,34 +58,48 @@ __device__ inline void scores(float (&s)[kTileN][4], const typename M::In* a,
   }
 }
 
-// acc += P B: P the warp's 16 x 64 scratch tile, B 64 rows (kD wide) at b.
+// acc += A B over 16 (bf16) or 8 (TF32) of the 64 rows of B (kD wide) at b, from row k0.
 template <typename M, int kD>
-__device__ inline void accumulate(float (&acc)[kD / 8][4], const typename M::In* p,
-                                  const typename M::In* b, int lane) {
-  for (int k0 = 0; k0 < kTile; k0 += M::K) {
-    uint32_t fa[4] = {};
-    load_a<M>(
-        fa, [&](int r, int k) { return p[r * kTile + k0 + k]; }, lane);
-    for (int nt = 0; nt < kD / 8; ++nt) {
-      uint32_t fb[2] = {};
-      load_b<M>(
-          fb, [&](int k, int n) { return b[(k0 + k) * kD + nt * 8 + n]; }, lane);
-      mma<M>(acc[nt], fa, fb);
-    }
+__device__ inline void accumulate_step(float (&acc)[kD / 8][4], const uint32_t (&fa)[4],
+                                       const typename M::In* b, int k0, int lane) {
+  for (int nt = 0; nt < kD / 8; ++nt) {
+    uint32_t fb[2] = {};
+    load_b<M>(
+        fb, [&](int k, int n) { return b[(k0 + k) * kD + nt * 8 + n]; }, lane);
+    mma<M>(acc[nt], fa, fb);
   }
 }
 
-// acc += P B with P given as accumulators: through the warp's scratch tile.
+// acc += P B, P (16 x 64) given as accumulators, B 64 rows (kD wide) at b. bf16: a lane's
+// accumulators are its A fragments (MmaBf16::c_tile, FlashAttention-2's register reuse);
+// TF32's A layout differs, so there P goes through the warp's 16 x 64 scratch tile.
 template <typename M, int kD>
 __device__ inline void accumulate_product(float (&acc)[kD / 8][4], const float (&p)[kTileN][4],
                                           typename M::In* scratch, const typename M::In* b,
                                           int lane) {
-  __syncwarp();  // the scratch tile's last reads are done
-  for (int nt = 0; nt < kTileN; ++nt)
-    for (int r = 0; r < 4; ++r)
-      scratch[c_row(lane, r) * kTile + nt * 8 + c_col(lane, r)] = M::from_float(p[nt][r]);
-  __syncwarp();
-  accumulate<M, kD>(acc, scratch, b, lane);
+  if constexpr (std::is_same_v<M, MmaBf16>) {
+    // constant indices keep p in registers
+    RG_UNROLL
+    for (int k0 = 0; k0 < kTile; k0 += M::K) {
+      uint32_t fa[4] = {};
+      RG_UNROLL
+      for (int i = 0; i < M::kA; ++i)
+        M::pack(fa, i, M::from_float(p[k0 / 8 + M::c_tile(i)][M::c_element(i)]));
+      accumulate_step<M, kD>(acc, fa, b, k0, lane);
+    }
+  } else {
+    __syncwarp();  // the scratch tile's last reads are done
+    for (int nt = 0; nt < kTileN; ++nt)
+      for (int r = 0; r < 4; ++r)
+        scratch[c_row(lane, r) * kTile + nt * 8 + c_col(lane, r)] = M::from_float(p[nt][r]);
+    __syncwarp();
+    for (int k0 = 0; k0 < kTile; k0 += M::K) {
+      uint32_t fa[4] = {};
+      load_a<M>(
+          fa, [&](int r, int k) { return scratch[r * kTile + k0 + k]; }, lane);
+      accumulate_step<M, kD>(acc, fa, b, k0, lane);
+    }
+  }
 }
 
 // Max over the 4 lanes of a quad (the lanes holding one row's values).

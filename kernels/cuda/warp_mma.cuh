@@ -39,6 +39,10 @@ struct MmaBf16 {
   RG_HD static int a_col(int lane, int i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 4); }
   RG_HD static int b_k(int lane, int i) { return 2 * (lane % 4) + i % 2 + 8 * (i / 2); }
   RG_HD static int b_n(int lane, int) { return lane / 4; }
+  // A value i of a lane is the same lane's C element c_element(i) of the 8-column tile
+  // c_tile(i) (of two adjacent ones): accumulators feed the next product with no exchange.
+  RG_HD static int c_tile(int i) { return i / 4; }
+  RG_HD static int c_element(int i) { return 2 * ((i / 2) % 2) + i % 2; }
   RG_HD static In from_float(float x) { return float_to_bf16(x); }
   RG_HD static void pack(uint32_t* regs, int i, In v) {
     regs[i / 2] = i % 2 ? (regs[i / 2] & 0xffffu) | uint32_t(v.bits) << 16 : uint32_t(v.bits);

@@ -90,6 +90,11 @@ TEST_CASE("warp mma: fragment layouts are the PTX ISA's") {
     CHECK(c_row(5, r) == c[r][0]);
     CHECK(c_col(5, r) == c[r][1]);
   }
+  for (int lane = 0; lane < 32; ++lane)  // bf16 accumulators are the next A fragment
+    for (int i = 0; i < 8; ++i) {
+      CHECK(MmaBf16::a_row(lane, i) == c_row(lane, MmaBf16::c_element(i)));
+      CHECK(MmaBf16::a_col(lane, i) == 8 * MmaBf16::c_tile(i) + c_col(lane, MmaBf16::c_element(i)));
+    }
   CHECK(MmaBf16::a_row(31, 7) == 15);  // the last lane holds the far corners
   CHECK(MmaBf16::a_col(31, 7) == 15);
   CHECK(MmaTf32::a_col(31, 3) == 7);

@@ -64,6 +64,8 @@ double check_against_cpu(Device device, DType dtype, Case c, double tol) {
 const Case kCases[] = {{2, 80, 80, 64, true},    // two query and key tiles, the second partial
                        {1, 70, 100, 64, false},  // T != S
                        {2, 100, 70, 64, true},   // causal with T > S
+                       {1, 64, 64, 64, true},    // exactly one tile
+                       {1, 1, 65, 64, false},    // one query row
                        {1, 20, 33, 128, true}};  // a wide head: over 48 KiB of shared memory
 
 // Restores the TF32 switch whatever the test does.

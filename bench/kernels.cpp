@@ -1,6 +1,7 @@
 // GPU kernel throughput: GB/s of each memory-bound kernel against a device memcpy measured
 // in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
-// against a raw cuBLAS call on the same handle (4096^3 on cuda). On sim (no GPU) sizes are
+// against a raw cuBLAS call on the same handle (4096^3 on cuda), and the tensor-core attention
+// forward's TFLOP/s as a fraction of bf16 peak (no floor). On sim (no GPU) sizes are
 // tiny and the run only proves every kernel launches: sim figures mean nothing.
 // Each row has a floor (issue 14): elementwise, where, copy, fill, AdamW (one tensor and
 // multi-tensor) and the clip scale at >= 0.7x memcpy; the row kernels, reductions (the
@@ -300,6 +301,25 @@ void matmul_table(Device device) {
   }
 }
 
+// Tensor-core attention forward (kernels/cuda/attention_mma.cuh), causal, bf16, head 64:
+// 96 heads (GPT-2 small's 12 at batch 8) of T 1024 on cuda. The FLOPs are the causal half
+// of 4 T^2 D per head; the fraction is of the H100's dense bf16 peak.
+void attention_table(Device device) {
+  const KernelTable& k = kernel_table(device.type);
+  const bool gpu = device.is_cuda();
+  constexpr double kPeakBf16 = 989e12;  // H100 SXM, dense
+  const int64_t heads = gpu ? 96 : 2, T = gpu ? 1024 : 128, D = 64;
+  Tensor q = filled({heads, T, D}, DType::bf16, device, 0.01);
+  Tensor out = empty({heads, T, D}, DType::bf16, device),
+         lse = empty({heads, T}, DType::f32, device);
+  const double ms =
+      time_ms(device, gpu ? 10 : 1, [&] { k.attention(out, lse, q, q, q, true, 0.125); });
+  const double flops = 4.0 * heads * T * T * D / 2;
+  std::printf("attention fwd bf16 causal T %lld head %lld x%lld: %.1f TFLOP/s, %.2f of %.0f peak\n",
+              static_cast<long long>(T), static_cast<long long>(D), static_cast<long long>(heads),
+              flops / ms / 1e9, flops / ms / 1e9 / (kPeakBf16 / 1e12), kPeakBf16 / 1e12);
+}
+
 void print_allocator_stats(Device device) {
   AllocatorStats st = memory_stats(device);
   std::printf(
@@ -325,6 +345,7 @@ int main(int argc, char** argv) {
               gpu ? "" : " (sim: launch check only, figures meaningless)");
   memory_bound_table(device, n, iters, false);
   matmul_table(device);
+  attention_table(device);
   print_allocator_stats(device);
   if (!gpu) std::printf("floors: printed, enforced on cuda only (sim figures mean nothing)\n");
   if (!g_missed.empty()) {

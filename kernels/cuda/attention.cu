@@ -17,10 +17,13 @@
 // Scores and dot products are warp-shuffle sums in the accumulation type (float for f32 and
 // bf16, double for f64). A warp's accumulators (Dv, D or D + Dv values) sit in shared memory
 // before the tiles; each lane owns elements lane, lane + 32, ... of them. Tiles hold up to 32
-// rows (fewer for wide heads, to fit 48 KiB). Left for later: tensor-core products.
+// rows (fewer for wide heads, to fit 48 KiB). bf16, and f32 when TF32 is allowed, at head
+// sizes D == Dv of 64 or 128 run on tensor cores instead (attention_mma.cuh); these kernels
+// take every other case.
 #include <limits>
 
 #include "kernels/contracts.h"
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/scalar_ops.cuh"
 
@@ -285,7 +288,7 @@ LaunchConfig config_for(const char* name, const Tensor& t, int64_t batches, int6
 void run_attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                    const Tensor& v, bool causal, double scale) {
   const Geometry g = geometry_of(q, k, v, causal, scale);
-  if (g.B * g.T == 0) return;
+  if (g.B * g.T == 0 || run_attention_mma(out, lse, q, k, v, causal, scale)) return;
   dispatch_dtype<DTypes::floating, bf16>(q.dtype(), "attention", [&]<typename T>(TypeTag<T>) {
     using C = acc_t<T>;
     using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -301,6 +304,7 @@ void run_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv
                             const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& out, const Tensor& lse, bool causal, double scale) {
   const Geometry g = geometry_of(q, k, v, causal, scale);
+  if (run_attention_backward_mma(dq, dk, dv, dout, q, k, v, out, lse, causal, scale)) return;
   const char* op = "attention_backward";
   dispatch_dtype<DTypes::floating, bf16>(q.dtype(), op, [&]<typename T>(TypeTag<T>) {
     using C = acc_t<T>;

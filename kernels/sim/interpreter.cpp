@@ -51,6 +51,7 @@ struct Fiber {
   unsigned mask = 0;
   int arg = 0, width = kWarpSize;
   uint64_t value = 0, result = 0;
+  WarpCollectiveFn collective = nullptr;  // WarpOpKind::collective
   CallSite site;  // where the kernel calls the barrier or warp op it waits at
   std::exception_ptr error;
 };
@@ -96,8 +97,9 @@ std::string block_str(const BlockCoords& b) {
 }
 
 const char* op_str(WarpOpKind k) {
-  const char* names[] = {"__syncwarp",      "__shfl_sync",   "__shfl_up_sync", "__shfl_down_sync",
-                         "__shfl_xor_sync", "__ballot_sync", "__all_sync",     "__any_sync"};
+  const char* names[] = {"__syncwarp",       "__shfl_sync",     "__shfl_up_sync",
+                         "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync",
+                         "__all_sync",       "__any_sync",      "warp collective (mma.sync)"};
   return names[static_cast<int>(k)];
 }
 
@@ -191,6 +193,17 @@ void check_sources(const Worker& w, const Fiber* lanes, unsigned group, unsigned
   }
 }
 
+// A warp collective needs the whole warp: it runs once, over the lanes' data.
+void run_collective(const std::string& at, Fiber* lanes, unsigned group, const Fiber& f) {
+  if (group != 0xffffffffu)
+    sync_error(
+        str(at, ": a warp collective (mma.sync) needs all 32 lanes, not 0x", std::hex, group),
+        f.site);
+  void* data[kWarpSize];
+  for (int g = 0; g < kWarpSize; ++g) data[g] = reinterpret_cast<void*>(lanes[g].value);
+  f.collective(data);
+}
+
 // Every lane of [lo, hi) is stopped; resolves the warp ops some of them wait at.
 void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
   const char* name = w.spec->name;
@@ -225,13 +238,14 @@ void resolve_warp(Worker& w, unsigned lo, unsigned hi) {
              name, "': ", op_str(f.op), " width ", f.width, " is not a power of two <= 32");
     for (int g = 0; g < count; ++g) {
       if (!(group >> g & 1)) continue;
-      if (lanes[g].op != f.op || lanes[g].mask != f.mask)
+      if (lanes[g].op != f.op || lanes[g].mask != f.mask || lanes[g].collective != f.collective)
         sync_error(str(at, ": lanes ", l, " and ", g, " wait at different warp ops (", op_str(f.op),
                        ", ", op_str(lanes[g].op), ") with the same lanes"),
                    lanes[g].site);
     }
     check_sources(w, lanes, group, lo / kWarpSize);
     check::on_warp_sync(lo, group);
+    if (f.op == WarpOpKind::collective) run_collective(at, lanes, group, f);
     uint64_t votes = 0;
     bool all = true, any = false;
     for (int g = 0; g < count; ++g) {
@@ -439,6 +453,19 @@ uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int wi
   f->width = width;
   park(w, FiberState::at_warp_op, site);
   return f->result;
+}
+
+void warp_collective(void* lane_data, WarpCollectiveFn fn, CallSite site) {
+  Worker& w = worker();
+  check_in_fiber(w, op_str(WarpOpKind::collective));
+  Fiber* f = w.current;
+  f->op = WarpOpKind::collective;
+  f->mask = 0xffffffffu;
+  f->value = reinterpret_cast<uintptr_t>(lane_data);
+  f->collective = fn;
+  f->arg = 0;
+  f->width = kWarpSize;
+  park(w, FiberState::at_warp_op, site);
 }
 
 // The interpreter's thread_locals, which lie in the same TLS block as `__shared__`.

@@ -95,10 +95,28 @@ struct CallSite {
 
 void syncthreads(CallSite site);
 
-enum class WarpOpKind : uint8_t { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, all, any };
+enum class WarpOpKind : uint8_t {
+  sync,
+  shfl,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  all,
+  any,
+  collective
+};
 // Deposits `value` (<= 8 bytes) for the lanes of `mask`, waits for them, returns the word
 // the op gives this lane (the source lane's value, or the vote result).
 uint64_t warp_op(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int width, CallSite site);
+
+// A warp collective beyond shuffles and votes (e.g. mma.sync, kernels/cuda/warp_mma.cuh):
+// all 32 lanes of a full warp arrive, each with a pointer to its own data (on its stack);
+// once all wait, `fn` runs once with the 32 pointers (lane order), reading each lane's
+// inputs and writing its outputs, and then the lanes continue. Every lane must pass the
+// same `fn`.
+using WarpCollectiveFn = void (*)(void* const lanes[32]);
+void warp_collective(void* lane_data, WarpCollectiveFn fn, CallSite site);
 
 template <typename T>
 T warp_exchange(WarpOpKind kind, unsigned mask, T value, int arg, int width, CallSite site) {

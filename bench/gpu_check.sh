@@ -15,7 +15,8 @@
 #   7. bench/ddp --device cuda: 2 nccl processes on the GPU, DDP's step against no
 #      communication, the hidden share and host syncs per step (figures; fails only on errors);
 #   8. bench/train_step on cuda: GPU step times, eager and replayed as a CUDA graph (figures,
-#      not a check; it fails only on errors).
+#      not a check; it fails only on errors): the 4x256 GPT, then GPT-2's shape in bf16
+#      (12 x 768, 12 heads, T 1024, batch 8, vocabulary 50257), timed with device events.
 # Each step prints its time; every step's limit is cut to what is left of the budget, in this
 # order of importance. After every step the report so far is written to $OUT/gpu_check.md
 # (atomically) and the step's whole output to $OUT/<step>.log, so a machine that times out
@@ -188,6 +189,8 @@ if [[ $STATUS -eq 0 ]]; then
   TAIL=40 step "bench/kernels (floors enforced)" 60 "$BUILD/bench/kernels"
   TAIL=12 step "ddp on cuda (2 nccl processes)" 60 "$BUILD/bench/ddp" 4 256 6 --device cuda --rounds 2
   TAIL=30 step "train_step on cuda" 60 "$BUILD/bench/train_step" 4 256 8 128 10 1 1 --device cuda --cuda-graphs
+  TAIL=12 step "GPT-2 width bf16 step on cuda" 90 "$BUILD/bench/train_step" 12 768 8 1024 5 1 1 \
+    --heads 12 --vocab 50257 --bf16 --device cuda --cuda-graphs
 fi
 note ""
 note "total $(elapsed) s, $([[ $STATUS -eq 0 ]] && echo 'ALL PASSED' || echo 'SOME STEPS FAILED')"

@@ -10,9 +10,11 @@
 // reports the host synchronizations per step (the step reads its loss, as a training loop
 // that logs it does: the goal is that one; index checks wait for it, device_errors.h).
 // --cuda-graphs (sim/cuda) also times the step captured once as a graph and replayed
-// (docs/cuda-graphs.md) against the eager step, medians measured in this run.
+// (docs/cuda-graphs.md) against the eager step, medians measured in this run, by the host's
+// clock and by timing events on the device. GPT-2's shape in bf16:
+//   train_step 12 768 8 1024 5 1 1 --heads 12 --vocab 50257 --bf16 --device cuda --cuda-graphs
 //   train_step [n_layer n_embd batch seq steps threads step_only] [--device cpu|sim|cuda]
-//   [--cuda-graphs]   (step_only=1: no accumulation part)
+//   [--cuda-graphs] [--heads H] [--vocab V] [--bf16]   (step_only=1: no accumulation part)
 // (positional, as bench/vs_pytorch and docs/performance.md call it; --help lists them)
 #include <sys/resource.h>
 
@@ -52,11 +54,32 @@ Tensor tokens(std::mt19937& rng, int64_t B, int64_t T, int64_t V) {
   return tensor(v, {B, T});
 }
 
+bool g_bf16 = false;  // --bf16: every forward under bf16 autocast (backward outside, as rgtrain)
+
+Tensor forward_loss(nn::GPT& model, const Tensor& x, const Tensor& y) {
+  AutocastGuard autocast(DType::bf16, g_bf16);
+  return model.forward(x, y).second;
+}
+
+// Device time of `work` between two timing events on the compute stream (ms); the host waits
+// for the end event.
+template <typename Work>
+double device_ms(Device device, Work work) {
+  gpu::Event start(device, true), end(device, true);
+  start.record(gpu::current_stream(device));
+  work();
+  end.record(gpu::current_stream(device));
+  end.synchronize();
+  return start.elapsed_ms(end);
+}
+
 struct Flags {
   int64_t n_layer = 2, n_embd = 128, batch = 8, seq = 64;
   int steps = 10, threads = 0, step_only = 0;
   std::string device = "cpu";
   bool cuda_graphs = false;
+  int64_t heads = 4, vocab = 512;
+  bool bf16 = false;
 };
 
 Flags parse(int argc, char** argv) {
@@ -68,7 +91,7 @@ Flags parse(int argc, char** argv) {
       "train_step"};
   bench::show_defaults(app);
   app.add_option("n_layer", f.n_layer, "transformer blocks")->check(CLI::Range(1, 256));
-  app.add_option("n_embd", f.n_embd, "model width (a multiple of the 4 heads)")
+  app.add_option("n_embd", f.n_embd, "model width (a multiple of --heads)")
       ->check(CLI::Range(4, 1 << 16));
   app.add_option("batch", f.batch, "sequences per step (a multiple of 4 for the accumulation part)")
       ->check(CLI::Range(1, 1 << 16));
@@ -84,11 +107,19 @@ Flags parse(int argc, char** argv) {
                  "(sim interprets every kernel: use a small model)")
       ->check(CLI::IsMember({"cpu", "sim", "cuda"}));
   app.add_flag("--cuda-graphs", f.cuda_graphs,
-               "sim/cuda: also time the step captured as a graph and replayed, against eager");
+               "sim/cuda: also time the step captured as a graph and replayed, against eager "
+               "(default: off)");
+  app.add_option("--heads", f.heads, "attention heads (GPT-2: 12, head size 64 at 768)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--vocab", f.vocab, "vocabulary size (GPT-2: 50257)")
+      ->check(CLI::Range(2, 1 << 20));
+  app.add_flag("--bf16", f.bf16,
+               "forward under bf16 autocast (matmuls and attention in bf16, as rgtrain's "
+               "--precision bf16; default: off)");
   bench::parse_flags(app, argc, argv);
-  if (f.n_embd % 4 != 0) {
-    std::fprintf(stderr, "train_step: n_embd %lld must be a multiple of the 4 heads\n",
-                 static_cast<long long>(f.n_embd));
+  if (f.n_embd % f.heads != 0) {
+    std::fprintf(stderr, "train_step: n_embd %lld must be a multiple of --heads %lld\n",
+                 static_cast<long long>(f.n_embd), static_cast<long long>(f.heads));
     std::exit(2);
   }
   return f;
@@ -106,7 +137,7 @@ void time_full_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Te
     if (s == 2) faults_after_warmup = minor_faults(), syncs_after_warmup = gpu::host_syncs(device);
     opt.zero_grad();
     auto t0 = Clock::now();
-    Tensor loss = model.forward(x, y).second;
+    Tensor loss = forward_loss(model, x, y);
     double f = seconds_since(t0);
     auto t1 = Clock::now();
     loss.backward();
@@ -186,7 +217,7 @@ void time_checkpointing(nn::GPT& model, const Tensor& x, const Tensor& y, int st
     model.checkpoint_activations = checkpointed;
     model.zero_grad();
     auto t0 = Clock::now();
-    model.forward(x, y).second.backward();
+    forward_loss(model, x, y).backward();
     return seconds_since(t0);
   };
   std::vector<double> plain, ckpt, ratio;
@@ -212,15 +243,19 @@ void time_checkpointing(nn::GPT& model, const Tensor& x, const Tensor& y, int st
 // scale is left out (bench/train_step does not clip).
 void time_graph_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const Tensor& y,
                      int steps) {
-  std::vector<double> eager, replayed;
+  const Device device = x.device();
+  std::vector<double> eager, replayed, eager_events, replayed_events;
   for (int s = 0; s < steps + 2; ++s) {
     auto t0 = Clock::now();
-    opt.zero_grad();
-    Tensor loss = model.forward(x, y).second;
-    loss.backward();
-    opt.step();
+    Tensor loss;
+    const double ms = device_ms(device, [&] {
+      opt.zero_grad();
+      loss = forward_loss(model, x, y);
+      loss.backward();
+      opt.step();
+    });
     loss.item();
-    if (s >= 2) eager.push_back(seconds_since(t0));
+    if (s >= 2) eager.push_back(seconds_since(t0)), eager_events.push_back(ms);
   }
   const Tensor scalars = opt.capturable_scalars(x.device());
   opt.prepare_capturable_step(scalars);
@@ -229,19 +264,22 @@ void time_graph_step(nn::GPT& model, optim::AdamW& opt, const Tensor& x, const T
   {
     gpu::GraphCapture capture(graph, x.device());
     opt.zero_grad();
-    loss = model.forward(x, y).second;
+    loss = forward_loss(model, x, y);
     loss.backward();
     opt.step_capturable(scalars);
   }
   for (int s = 0; s < steps + 2; ++s) {
     auto t0 = Clock::now();
     if (s > 0) opt.prepare_capturable_step(scalars);
-    graph.replay();
+    const double ms = device_ms(device, [&] { graph.replay(); });
     loss.item();
-    if (s >= 2) replayed.push_back(seconds_since(t0));
+    if (s >= 2) replayed.push_back(seconds_since(t0)), replayed_events.push_back(ms);
   }
-  std::printf("graph: replayed step %.2f ms, eager step %.2f ms (medians): %.2fx\n",
+  std::printf("graph: replayed step %.2f ms, eager step %.2f ms (host clock, medians): %.2fx\n",
               1e3 * median(replayed), 1e3 * median(eager), median(eager) / median(replayed));
+  std::printf("graph: replayed step %.3f ms, eager step %.3f ms (device events, medians): %.2fx\n",
+              median(replayed_events), median(eager_events),
+              median(eager_events) / median(replayed_events));
 }
 
 // The memory report's activations (tensors saved for backward) at their peak, the end of
@@ -250,7 +288,7 @@ void print_activation_bytes(nn::GPT& model, const Tensor& x, const Tensor& y) {
   auto saved_at_end_of_forward = [&](bool checkpointed) {
     model.checkpoint_activations = checkpointed;
     const size_t before = memory_stats(kCPU).categories.at(MemoryCategory::activations);
-    Tensor loss = model.forward(x, y).second;
+    Tensor loss = forward_loss(model, x, y);
     return memory_stats(kCPU).categories.at(MemoryCategory::activations) - before;
   };
   const double tokens = double(x.numel());
@@ -265,10 +303,11 @@ void print_activation_bytes(nn::GPT& model, const Tensor& x, const Tensor& y) {
 int main(int argc, char** argv) {
   const Flags flags = parse(argc, argv);
   nn::GPTConfig c;
-  c.vocab_size = 512;
+  c.vocab_size = flags.vocab;
   c.n_layer = flags.n_layer;
   c.n_embd = flags.n_embd;
-  c.n_head = 4;
+  c.n_head = flags.heads;
+  g_bf16 = flags.bf16;
   c.gelu_approximate = "tanh";
   const int64_t B = flags.batch, T = flags.seq;
   if (flags.threads > 0) set_num_threads(flags.threads);
@@ -281,10 +320,11 @@ int main(int argc, char** argv) {
   Tensor x = tokens(rng, B, T, c.vocab_size).to(device),
          y = tokens(rng, B, T, c.vocab_size).to(device);
   std::printf(
-      "GPT n_layer=%lld n_embd=%lld vocab=%lld, batch %lld x %lld tokens, %lld params, %d "
-      "threads\n",
-      (long long)c.n_layer, (long long)c.n_embd, (long long)c.vocab_size, (long long)B,
-      (long long)T, (long long)model->num_parameters(), get_num_threads());
+      "GPT n_layer=%lld n_embd=%lld n_head=%lld vocab=%lld%s, batch %lld x %lld tokens, %lld "
+      "params, %d threads\n",
+      (long long)c.n_layer, (long long)c.n_embd, (long long)c.n_head, (long long)c.vocab_size,
+      flags.bf16 ? " (bf16 autocast)" : "", (long long)B, (long long)T,
+      (long long)model->num_parameters(), get_num_threads());
   time_full_step(*model, opt, x, y, flags.steps);
   if (flags.cuda_graphs && !device.is_cpu()) time_graph_step(*model, opt, x, y, flags.steps);
   if (!device.is_cpu()) return 0;  // the rest measures the cpu

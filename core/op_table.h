@@ -257,6 +257,11 @@ struct AdamWTensors {
   /* each gradient element is read as T(g * T(grad_scale)) (mul_'s rounding; 1: as is) */     \
   X(adamw_multi, void, (const std::vector<AdamWTensors>& sets, const AdamWArgs& args,         \
                         double grad_scale))                                                   \
+  /* adamw_multi reading its scalars, when it runs, from `scalars`: device memory holding */ \
+  /* an AdamWScalars<T> (kernels/adamw_scalars.h), so a graph replay uses what was written */ \
+  /* there before it (PyTorch's capturable=True; sim and cuda only) */                         \
+  X(adamw_multi_from_device, void, (const std::vector<AdamWTensors>& sets,                   \
+                                    const void* scalars))                                    \
   /* out [N] f64 contiguous: out[i] = sum of squares of tensors[i] (contiguous, all of one */ \
   /* floating dtype and out's device), squares and sums in double, split by shape only */    \
   X(sum_squares_multi, void, (const Tensor& out, const std::vector<Tensor>& tensors))      \
@@ -267,6 +272,8 @@ struct AdamWTensors {
 
 // Kernels a device may lack: the ops compose other kernels there instead.
 #define RG_OPTIONAL_KERNELS(X) X(linear_weight_grad)
+// Kernels only the gpu devices (sim, cuda) have: the cpu has no graphs to capture.
+#define RG_GPU_ONLY_KERNELS(X) X(adamw_multi_from_device)
 
 // One table per device type; a null entry means the device lacks that kernel.
 struct KernelTable {

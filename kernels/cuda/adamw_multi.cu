@@ -6,7 +6,7 @@
 // chunk's head (walk_chunk). Clipping folds in: each
 // gradient element is read as T(g * T(grad_scale)), the rounding of g.mul_(grad_scale).
 // Same scalars and operation order as adamw.cu, so grad_scale == 1 gives its bits.
-// Capturable (run_adamw_multi_from_device, kernels/cuda/capturable_adamw.h): the scalars are
+// Capturable (the op table's adamw_multi_from_device): the scalars are
 // read from device memory as the kernel runs, so a graph's replay sees those of its step.
 #include <cmath>
 
@@ -92,12 +92,23 @@ void run_adamw_multi(const std::vector<AdamWTensors>& sets, const AdamWArgs& arg
   launch_adamw_multi(sets, args, grad_scale, nullptr);
 }
 
-}  // namespace
-
 void run_adamw_multi_from_device(const std::vector<AdamWTensors>& sets, const void* scalars) {
+  if (sets.empty()) return;
+  RG_CHECK(scalars, "adamw_multi_from_device: no scalars");
+  const Tensor& first = sets[0].param;
+  for (const AdamWTensors& set : sets)
+    RG_CHECK(set.param.device() == first.device() && set.grad.device() == first.device() &&
+                 set.exp_avg.device() == first.device() &&
+                 set.exp_avg_sq.device() == first.device() && set.param.dtype() == first.dtype(),
+             "adamw_multi_from_device: every set on ", first.device().str(), " in one dtype");
   const AdamWArgs unused{0, 0, 0, 0, 0, 1};  // the kernel reads *scalars instead
   launch_adamw_multi(sets, unused, 1.0, scalars);
 }
 
-void register_adamw_multi_kernels(KernelTable& k) { k.adamw_multi = run_adamw_multi; }
+}  // namespace
+
+void register_adamw_multi_kernels(KernelTable& k) {
+  k.adamw_multi = run_adamw_multi;
+  k.adamw_multi_from_device = run_adamw_multi_from_device;
+}
 }  // namespace rg::RG_BACKEND

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <mutex>
 
-#include "kernels/cuda/capturable_adamw.h"
 #include "kernels/sim/device.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
@@ -208,20 +207,5 @@ void check_copy_not_capturing(Device dst, Device src) {
 }
 
 uint64_t graph_replays() { return g_replays; }
-
-void adamw_multi_from_device(const std::vector<AdamWTensors>& sets, const void* scalars) {
-  if (sets.empty()) return;
-  const Device d = sets[0].param.device();
-  RG_CHECK(scalars, "adamw_multi_from_device: no scalars");
-  for (const AdamWTensors& set : sets)
-    RG_CHECK(set.param.device() == d && set.grad.device() == d && set.exp_avg.device() == d &&
-                 set.exp_avg_sq.device() == d && set.param.dtype() == sets[0].param.dtype(),
-             "adamw_multi_from_device: every set on ", d.str(), " in one dtype");
-#if RG_WITH_CUDA
-  if (d.is_cuda()) return cuda::run_adamw_multi_from_device(sets, scalars);
-#endif
-  RG_CHECK(d.is_sim(), "adamw_multi_from_device: needs a sim or cuda device, got ", d.str());
-  sim::run_adamw_multi_from_device(sets, scalars);
-}
 
 }  // namespace rg::gpu

@@ -12,7 +12,6 @@
 #include "core/dispatch.h"
 #include "kernels/adamw_scalars.h"
 #include "kernels/builtin.h"
-#include "kernels/cuda/capturable_adamw.h"
 
 namespace rg::optim {
 
@@ -142,8 +141,8 @@ void AdamW::step_capturable(const Tensor& scalars) {
            " kernel calls, but prepare_capturable_step wrote ", capturable_dtypes_.size());
   for (size_t j = 0; j < groups.size(); ++j) {
     const Group& g = groups[j];
-    gpu::adamw_multi_from_device(
-        g.sets, static_cast<const int64_t*>(scalars.data_ptr()) + j * kScalarWords);
+    RG_KERNEL(scalars.device(), adamw_multi_from_device)
+    (g.sets, static_cast<const int64_t*>(scalars.data_ptr()) + j * kScalarWords);
     for (const AdamWTensors& set : g.sets) set.param.bump_version();
   }
 }

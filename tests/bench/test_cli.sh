@@ -55,7 +55,18 @@ expect_error "$ops" "--bogus" --bogus
 expect_help "$train_step" n_layer n_embd batch seq steps threads step_only
 expect_error "$train_step" "n_layer" 0
 expect_error "$train_step" "step_only" 2 128 8 64 10 1 3
-expect_error "$train_step" "multiple of the 4 heads" 2 130
+expect_error "$train_step" "multiple of --heads 4" 2 130
+expect_error "$train_step" "multiple of --heads 12" 2 128 --heads 12
+expect_help "$train_step" --heads --vocab --bf16 --cuda-graphs
+# GPT-2's step as the GPU check runs it (--heads, --vocab, --bf16, graphs, event timing),
+# shrunk for sim: head size 64, so bf16 attention takes the tensor-core kernel.
+out=$("$train_step" 1 128 2 16 1 1 1 --device sim --heads 2 --vocab 40 --bf16 --cuda-graphs 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] || fail "train_step --bf16 --cuda-graphs on sim exited $rc: $out"
+for needle in "n_head=2 vocab=40 (bf16 autocast)" "host synchronizations per step on sim: 1.0" \
+  "graph: replayed step" "(device events, medians)"; do
+  grep -qF -- "$needle" <<<"$out" || fail "train_step --bf16 --cuda-graphs on sim: no '$needle': $out"
+done
 
 expect_help "$kernels" --device --quick
 expect_error "$kernels" "--device" --device tpu

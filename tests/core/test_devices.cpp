@@ -12,17 +12,18 @@
 using namespace rg;
 
 TEST_CASE("cpu and sim are always available and have every kernel, cpu the optional ones too") {
-  const std::set<std::string> optional = {
-#define RG_OPTIONAL_NAME(name) #name,
-      RG_OPTIONAL_KERNELS(RG_OPTIONAL_NAME)
-#undef RG_OPTIONAL_NAME
-  };
+#define RG_KERNEL_NAME(name) #name,
+  const std::set<std::string> optional = {RG_OPTIONAL_KERNELS(RG_KERNEL_NAME)};
+  const std::set<std::string> gpu_only = {RG_GPU_ONLY_KERNELS(RG_KERNEL_NAME)};
+#undef RG_KERNEL_NAME
   for (DeviceType type : {DeviceType::cpu, DeviceType::sim}) {
     CAPTURE(Device(type).str());
     CHECK(device_available(type));
     const KernelTable& table = kernel_table(type);
-#define RG_CHECK_ENTRY(name, ret, params) \
-  CHECK_MESSAGE((bool(table.name) || (type == DeviceType::sim && optional.count(#name))), #name);
+#define RG_CHECK_ENTRY(name, ret, params)                                                  \
+  CHECK_MESSAGE((bool(table.name) != (type == DeviceType::cpu && gpu_only.count(#name)) || \
+                 (type == DeviceType::sim && optional.count(#name))),                      \
+                #name);
     RG_KERNELS(RG_CHECK_ENTRY)
 #undef RG_CHECK_ENTRY
   }

@@ -68,6 +68,7 @@ Block* BlockPool::take(const FreeListKey& key, size_t size, bool may_split) {
     remainder->ptr = block->ptr + size;
     remainder->size = rest;
     remainder->stream = block->stream;
+    remainder->pool = block->pool;
     remainder->list = &list;
     remainder->prev = block;
     remainder->next = block->next;
@@ -87,6 +88,7 @@ void BlockPool::add_segment(const FreeListKey& key, void* ptr, size_t bytes) {
   block->ptr = static_cast<char*>(ptr);
   block->size = bytes;
   block->stream = key.stream;
+  block->pool = key.pool;
   block->list = &list;
   stats_.reserved += bytes;
   stats_.segments++;
@@ -145,6 +147,7 @@ void BlockPool::move_pool(uint64_t from, uint64_t to) {
       const bool was_free = b->free;
       if (was_free) erase_free(b);
       b->list = moved->second;
+      b->pool = to;
       if (was_free) insert_free(b);
     }
   }

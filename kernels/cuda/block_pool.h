@@ -52,6 +52,7 @@ struct Block {
   char* ptr = nullptr;
   size_t size = 0;
   void* stream = nullptr;    // the stream it was allocated for
+  uint64_t pool = 0;         // its free list's pool (FreeListKey::pool): 0, or a graph's
   FreeList* list = nullptr;  // the free list it returns to
   Block* prev = nullptr;     // neighbours in its segment, in address order
   Block* next = nullptr;

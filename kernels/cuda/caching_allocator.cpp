@@ -187,6 +187,12 @@ void CachingAllocator::release_pool(uint64_t pool) {
   pool_.move_pool(pool, 0);
 }
 
+bool CachingAllocator::in_graph_pool(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  return it != live_.end() && it->second->pool != 0;
+}
+
 size_t CachingAllocator::pool_reserved(uint64_t pool) {
   std::lock_guard<std::mutex> lock(mutex_);
   return pool_.pool_reserved(pool);

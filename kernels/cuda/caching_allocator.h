@@ -71,6 +71,7 @@ class CachingAllocator {
   // rest (blocks still in use included) join the general pool. No replay may be in flight.
   void release_pool(uint64_t pool);
   size_t pool_reserved(uint64_t pool);  // bytes of the pool's segments
+  bool in_graph_pool(void* ptr);        // `ptr` is a live block of a graph's pool
 
  private:
   struct Pending {  // freed, waiting for the events of its other streams

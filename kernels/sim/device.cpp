@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -59,19 +60,32 @@ gpu::RawMemory raw_host_memory() {
 
 constexpr int kMaxSimDevices = 16;
 
+// Under sim-check, a graph's kernels run only when it is replayed, long after the capture
+// allocated and freed their blocks (and handed a freed block out again to another tensor).
+// So the capture also records each block's allocation and free of the graph's pool, and
+// every replay tells sim-check of them in order with the kernels: each kernel is checked
+// against the blocks as they were at its place in the captured work.
+void record_in_capture(void* stream, std::function<void()> event) {
+  if (check::instrumented() && stream && stream == capturing_stream())
+    enqueue(stream, std::move(event));
+}
+
 }  // namespace
 
 // Called once by register_builtin_backends (kernels/builtin.h).
 void register_sim_device() {
   DeviceInterface d;
   d.allocate = [](size_t n, int index) {
-    void* p =
-        allocator(index).allocate(n, gpu::current_stream(Device(DeviceType::sim, index)).handle);
+    void* stream = gpu::current_stream(Device(DeviceType::sim, index)).handle;
+    void* p = allocator(index).allocate(n, stream);
     check::on_alloc(p, n);
+    record_in_capture(stream, [p, n] { check::on_alloc(p, n); });
     return p;
   };
   d.deallocate = [](void* p, size_t, int index) {
     check::on_free(p);
+    if (check::instrumented() && capturing_stream() && allocator(index).in_graph_pool(p))
+      record_in_capture(capturing_stream(), [p] { check::on_free(p); });
     allocator(index).deallocate(p);
   };
   d.block_bytes = gpu::CachingAllocator::size_class;

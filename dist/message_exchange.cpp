@@ -2,6 +2,8 @@
 // else, each frame of the exchange moves straight between the shared-memory ring and the
 // caller's buffer on the calling thread (no posted op, no allocation, a bounded spin), and
 // whatever cannot goes through posted ops (see message_pump.h).
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -88,6 +90,7 @@ void MessagePump::receive_fast(const WireHeader& h, char* inputs) {
     }
     if (left == 0 || round % 32 != 31) continue;
     ring_owed_bells();
+    if (yield_at_once_) sched_yield();  // the peers may be waiting for this core
     const auto now = Clock::now();
     if (until == Clock::time_point{}) until = now + kFastSpin;
     if (now >= until) break;

@@ -191,7 +191,7 @@ bool MessagePump::progress() {
 
 void MessagePump::idle(Clock::duration idle_for) {
   using std::chrono::microseconds;
-  if (idle_for < microseconds(20)) {
+  if (idle_for < microseconds(20) && !yield_at_once_) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif

@@ -13,7 +13,8 @@
 //
 // Progress is made by whoever waits (the communication thread during collectives, a user
 // thread in Work::wait); one mutex guards the whole state. An idle waiter spins briefly, then
-// yields, then sleeps on the doorbell or on poll(), so many ranks can share few cores.
+// yields (at once where the ranks outnumber the cores: dist/idle_wait.h), then sleeps on the
+// doorbell or on poll(), so many ranks can share few cores.
 //
 // Failures: a timeout, a peer whose process is gone while something is pending with it, or a
 // mismatched envelope fails the group. The first failure is final; it is written to every
@@ -129,6 +130,8 @@ struct Peer {
 class MessagePump {
  public:
   MessagePump(int rank, std::vector<PeerLink> links, Doorbell* doorbell);
+  // Yield the core at once when idle, never spin (dist/idle_wait.h); set before any traffic.
+  void set_yield_at_once(bool yield) { yield_at_once_ = yield; }
 
   OpPtr post(bool is_send, const Tensor& t, int peer, const Envelope& env,
              std::optional<CombineOp> combine = std::nullopt);
@@ -229,8 +232,9 @@ class MessagePump {
   void idle(Clock::duration idle_for);
 
   int rank_;
-  Doorbell* doorbell_;        // rung by peers when bytes move in a shared ring (may be null)
-  bool socket_data_ = false;  // some peer's data goes through a socket: poll() it when idle
+  Doorbell* doorbell_;          // rung by peers when bytes move in a shared ring (may be null)
+  bool socket_data_ = false;    // some peer's data goes through a socket: poll() it when idle
+  bool yield_at_once_ = false;  // the ranks of this host outnumber its cores (idle_wait.h)
   std::mutex mu_;
   std::vector<Peer> peers_;
   std::string failure_;

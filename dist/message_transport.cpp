@@ -31,7 +31,7 @@ class MessageTransport : public Transport {
  public:
   MessageTransport(const char* backend, int rank, int size, Milliseconds timeout,
                    std::vector<PeerLink> links, Doorbell* doorbell, std::shared_ptr<void> keepalive,
-                   std::vector<int> host_of)
+                   std::vector<int> host_of, IdleWait idle_wait)
       : Transport(rank, size, timeout),
         backend_(backend),
         pump_(std::make_shared<MessagePump>(rank, std::move(links), doorbell)),
@@ -39,6 +39,9 @@ class MessageTransport : public Transport {
     // Without a host map, ranks that reach every peer without sockets share one host.
     if (host_of.empty() && pump_->all_rings()) host_of.assign(size, 0);
     set_host_map(std::move(host_of));
+    int ranks_on_host = 1;  // this rank and the peers it reaches without a socket
+    for (int q = 0; q < size; ++q) ranks_on_host += q != rank && !pump_->socket_to(q);
+    pump_->set_yield_at_once(yields_at_once(idle_wait, ranks_on_host));
   }
 
   const char* name() const override { return backend_; }
@@ -107,9 +110,9 @@ std::shared_ptr<ProcessGroup> make_message_group(const char* backend, int rank, 
                                                  std::vector<int> host_of) {
   RG_CHECK(static_cast<int>(links.size()) == size, backend, ": ", links.size(),
            " peer links for a world of size ", size);
-  auto transport =
-      std::make_unique<MessageTransport>(backend, rank, size, options.timeout, std::move(links),
-                                         doorbell, std::move(keepalive), std::move(host_of));
+  auto transport = std::make_unique<MessageTransport>(
+      backend, rank, size, options.timeout, std::move(links), doorbell, std::move(keepalive),
+      std::move(host_of), options.idle_wait);
   return std::make_shared<ProcessGroup>(rank, size, std::move(options), std::move(transport));
 }
 

@@ -86,8 +86,13 @@ void initialize_mpi() {
 // group's first failure (every later wait throws it).
 class MpiChannel {
  public:
-  MpiChannel(MPI_Comm comm, int rank, int size, int tag_ub)
-      : kControl(tag_ub), kCollective(tag_ub - 1), comm_(comm), rank_(rank), size_(size) {
+  MpiChannel(MPI_Comm comm, int rank, int size, int tag_ub, bool yield_at_once)
+      : kControl(tag_ub),
+        kCollective(tag_ub - 1),
+        yield_at_once(yield_at_once),
+        comm_(comm),
+        rank_(rank),
+        size_(size) {
     control_buffer_.resize(kControlBytes);
     const int rc = mpi_call([&] {
       return MPI_Irecv(control_buffer_.data(), kControlBytes, MPI_BYTE, MPI_ANY_SOURCE, kControl,
@@ -112,8 +117,9 @@ class MpiChannel {
   // Releases the requests left; frees the communicator unless the group failed.
   void close(bool failed);
 
-  const int kControl;     // MPI_TAG_UB: failures
-  const int kCollective;  // MPI_TAG_UB - 1: the collectives' messages
+  const int kControl;        // MPI_TAG_UB: failures
+  const int kCollective;     // MPI_TAG_UB - 1: the collectives' messages
+  const bool yield_at_once;  // waits yield at once, never spin (dist/idle_wait.h)
 
  private:
   void throw_failure_locked();
@@ -359,7 +365,8 @@ bool MpiWork::poll_until(Clock::time_point deadline) {
     if (progress()) return true;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return false;
-    if (spin > 64) sched_yield();  // ranks may outnumber cores (mpirun --oversubscribe)
+    // Ranks may outnumber cores (mpirun --oversubscribe): then yield at once.
+    if (spin > 64 || channel_->yield_at_once) sched_yield();
     // A long wait (the peer still computing): pause, so that the rank's compute thread on
     // this core is not slowed by the polling (MPI progresses inside MPI_Test only). The
     // pause doubles from 2 us up to kPollPause: a message due soon is seen soon.
@@ -462,7 +469,10 @@ std::shared_ptr<ProcessGroup> make_mpi_group(Options options) {
   std::vector<int> host_of = number_hosts(gather_host_identities(comm, size));
   if (std::all_of(host_of.begin(), host_of.end(), [](int host) { return host == 0; }))
     offer_arena_to_peers(options);
-  auto channel = std::make_shared<MpiChannel>(comm, rank, size, ub);
+  const int ranks_on_host =
+      static_cast<int>(std::count(host_of.begin(), host_of.end(), host_of[rank]));
+  auto channel = std::make_shared<MpiChannel>(comm, rank, size, ub,
+                                              yields_at_once(options.idle_wait, ranks_on_host));
   auto transport =
       std::make_unique<MpiTransport>(channel, rank, size, options.timeout, std::move(host_of));
   return std::make_shared<ProcessGroup>(rank, size, std::move(options), std::move(transport));

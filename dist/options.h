@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dist/idle_wait.h"
 #include "dist/job_token.h"
 #include "dist/work.h"
 
@@ -64,6 +65,8 @@ struct Options {
   bool allow_peer_reads = true;
   // The all-reduce algorithm above direct_bytes (see AllreduceAlgorithm).
   AllreduceAlgorithm allreduce_algorithm = default_allreduce_algorithm();
+  // Spin first or yield at once while waiting for peers (see IdleWait, dist/idle_wait.h).
+  IdleWait idle_wait = default_idle_wait();
   // Connections between the ranks (tcp backend, store) must present it (see job_token.h).
   std::string job_token = job_token_from_env();
 };

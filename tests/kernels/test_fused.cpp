@@ -2,7 +2,11 @@
 // along inner and outer dims, layernorm (+backward, with and without affine), cross-entropy
 // (+backward, ignore_index, bad targets), embedding (+backward, repeated and bad indices),
 // Philox random (identical numbers), AdamW, fused attention (+backward, causal or not, T != S).
+#include <cstring>
+
+#include "kernels/adamw_scalars.h"
 #include "kernels/cuda/device_errors.h"
+#include "ops/ops.h"
 #include "tests/kernels/helpers.h"
 
 using namespace rg;
@@ -348,6 +352,41 @@ GPU_KERNEL_TEST(adamw_multi_matches_cpu) {
         expect_close(dev_sets[i].exp_avg_sq, cpu_sets[i].exp_avg_sq, loose(dtype), "exp_avg_sq");
       }
     }
+}
+
+// The capturable update (scalars read from device memory as the kernel runs, for graph
+// replays) gives adamw_multi's bits for the same step, clipped or not.
+GPU_KERNEL_TEST(adamw_multi_from_device_equals_adamw_multi) {
+  auto run = [&]<typename T>(DType dtype, double scale) {
+    INFO(dtype, " grad_scale ", scale);
+    std::vector<AdamWTensors> by_args, by_device;
+    for (int i = 0; i < 5; ++i) {
+      const int64_t n = i == 2 ? 70000 : 1 + 37 * i;
+      AdamWTensors c{random_tensor({n}, dtype, 10 * i + 1), random_tensor({n}, dtype, 10 * i + 2),
+                     random_tensor({n}, dtype, 10 * i + 3),
+                     random_tensor({n}, dtype, 10 * i + 4, 0, 1)};
+      by_args.push_back({mirror(c.param, device), mirror(c.grad, device), mirror(c.exp_avg, device),
+                         mirror(c.exp_avg_sq, device)});
+      by_device.push_back({mirror(c.param, device), mirror(c.grad, device),
+                           mirror(c.exp_avg, device), mirror(c.exp_avg_sq, device)});
+    }
+    const AdamWArgs args{1e-2, 0.9, 0.999, 1e-8, 0.1, 3};
+    const AdamWScalars<T> s = adamw_scalars<T>(args, scale);
+    std::vector<int64_t> words((sizeof(s) + 7) / 8);
+    std::memcpy(words.data(), &s, sizeof(s));
+    const Tensor scalars = tensor(words, {int64_t(words.size())}).to(device);
+    kernels_of(device).adamw_multi(by_args, args, scale);
+    kernels_of(device).adamw_multi_from_device(by_device, scalars.data_ptr());
+    for (size_t i = 0; i < by_args.size(); ++i) {
+      expect_close(by_device[i].param, by_args[i].param, 0, "param");
+      expect_close(by_device[i].exp_avg, by_args[i].exp_avg, 0, "exp_avg");
+      expect_close(by_device[i].exp_avg_sq, by_args[i].exp_avg_sq, 0, "exp_avg_sq");
+    }
+  };
+  for (double scale : {1.0, 0.37}) {
+    run.operator()<float>(DType::f32, scale);
+    run.operator()<double>(DType::f64, scale);
+  }
 }
 
 // Sums of squares and the in-place scale of 30 tensors (one of 3 chunks) against cpu.

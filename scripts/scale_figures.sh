@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The figures of docs/scale.md, drawn with gnuplot from bench/simulate's own tables:
-#   docs/scale_validation.png  predicted vs measured all-reduce time per size, 2/4/8 ranks
+#   docs/scale_validation.png  predicted (ranks taking turns on the cores: x N/cores) vs measured
+#                              all-reduce time per size, 2/4/8 ranks
 #   docs/scale_prediction.png  GPT-2 124M: all-reduce busbw and step time, 8-1024 GPUs
 # Usage: scripts/scale_figures.sh [BUILD_DIR]   (after scripts/scale_measure.sh and the fit)
 set -euo pipefail
@@ -10,7 +11,7 @@ m=bench/scale_measurements
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$sim" --validate $m/valid_shm_n2.txt $m/valid_shm_n4.txt $m/valid_shm_n8.txt |
-  awk '$1 ~ /^N=/ { n = substr($1, 3); print $2, $3, $4 > "'"$tmp"'/valid_" n ".dat" }'
+  awk '$1 ~ /^N=/ { n = substr($1, 3); print $2, $3, $6 > "'"$tmp"'/valid_" n ".dat" }'
 "$sim" --predict | awk -v dir="$tmp" '
   /^all-reduce of all/ { t = "ar"; next }
   /^exposed/ { t = "" }
@@ -24,7 +25,7 @@ set xlabel 'bytes'; set ylabel 'µs per all-reduce'
 set title 'bench/simulate vs bench/allreduce (tcp backend, shared memory, one 2-core host)'
 set key top left
 plot for [n in "2 4 8"] '$tmp/valid_'.n.'.dat' using 1:2 with points pt 7 title n.' ranks measured', \
-     for [n in "2 4 8"] '$tmp/valid_'.n.'.dat' using 1:3 with lines title n.' ranks model'
+     for [n in "2 4 8"] '$tmp/valid_'.n.'.dat' using 1:3 with lines title n.' ranks model (x N/cores)'
 set output 'docs/scale_prediction.png'
 set multiplot layout 1,2 title 'GPT-2 124M data-parallel, 8 GPUs per node (model)'
 set logscale x; unset logscale y

@@ -92,7 +92,17 @@ void BlockPool::add_segment(const FreeListKey& key, void* ptr, size_t bytes) {
   block->list = &list;
   stats_.reserved += bytes;
   stats_.segments++;
+  pool_bytes_[key.pool] += bytes;
   insert_free(block.release());
+}
+
+// `upper` (the block right after `lower`, free and off its list) joins `lower`.
+void BlockPool::absorb(Block* lower, Block* upper) noexcept {
+  lower->size += upper->size;
+  lower->next = upper->next;
+  if (upper->next) upper->next->prev = lower;
+  delete upper;
+  stats_.merges++;
 }
 
 void BlockPool::give_back(Block* block) noexcept {
@@ -100,21 +110,12 @@ void BlockPool::give_back(Block* block) noexcept {
   if (block->prev && block->prev->free) {  // the lower block absorbs this one
     Block* prev = block->prev;
     erase_free(prev);
-    prev->size += block->size;
-    prev->next = block->next;
-    if (block->next) block->next->prev = prev;
-    delete block;
+    absorb(prev, block);
     block = prev;
-    stats_.merges++;
   }
   if (block->next && block->next->free) {
-    Block* next = block->next;
-    erase_free(next);
-    block->size += next->size;
-    block->next = next->next;
-    if (next->next) next->next->prev = block;
-    delete next;
-    stats_.merges++;
+    erase_free(block->next);
+    absorb(block, block->next);
   }
   insert_free(block);
 }
@@ -129,6 +130,7 @@ size_t BlockPool::release_free_segments(const RawMemory& raw, int device, uint64
       segments_.erase(block);
       raw.release(block->ptr, device);
       released += block->size;
+      pool_bytes_.find(pool)->second -= block->size;  // add_segment made the entry
       stats_.reserved -= block->size;
       stats_.segments--;
       delete block;
@@ -152,17 +154,12 @@ void BlockPool::move_pool(uint64_t from, uint64_t to) {
     }
   }
   std::erase_if(lists_, [from](const auto& entry) { return entry.first.pool == from; });
+  if (auto bytes = pool_bytes_.extract(from); !bytes.empty()) pool_bytes_[to] += bytes.mapped();
 }
 
 size_t BlockPool::pool_reserved(uint64_t pool) const {
-  std::set<const FreeList*> lists;
-  for (const auto& [key, list] : lists_)
-    if (key.pool == pool) lists.insert(&list);
-  size_t bytes = 0;
-  for (const Block* first : segments_)
-    if (lists.count(first->list))
-      for (const Block* b = first; b; b = b->next) bytes += b->size;
-  return bytes;
+  const auto bytes = pool_bytes_.find(pool);
+  return bytes == pool_bytes_.end() ? 0 : bytes->second;
 }
 
 BlockPoolStats BlockPool::stats() const {

@@ -109,10 +109,12 @@ class BlockPool {
   static std::unique_ptr<Block> new_block(FreeList& list);
   void insert_free(Block* block) noexcept;
   void erase_free(Block* block) noexcept;
+  void absorb(Block* lower, Block* upper) noexcept;
 
   std::map<FreeListKey, FreeList> lists_;
   std::set<Block*> segments_;  // the first block of each segment (it survives every merge)
   BlockPoolStats stats_;       // all but largest_free, kept as blocks move
+  std::map<uint64_t, size_t> pool_bytes_;  // bytes of each pool's segments
 };
 
 }  // namespace rg::gpu

@@ -48,6 +48,8 @@ struct RunState {
   int64_t start_step = 0;
   std::optional<Resumed> resumed;   // the optimizer state until s.opt is built (resume.h)
   std::vector<rg::Tensor> initial;  // the weights before step start_step (for --verify)
+  // --verify: copies of the weights after steps 1, 10, 100, ... before the last (rank 0).
+  std::vector<std::pair<int64_t, std::vector<rg::Tensor>>> verify_snapshots;
 };
 
 // Builds the run; throws UsageError or rg::Error before any training step.

@@ -53,6 +53,22 @@ void save(RunState& s, int64_t step) {
   });
 }
 
+// --verify: after steps 1, 10, 100, ... (not the last: verify reads the final weights), a
+// copy of the weights, compared with the reference at the same step (collective under
+// --zero 3).
+void snapshot_for_verify(RunState& s, int64_t done) {
+  int64_t power = 1;
+  while (power < done) power *= 10;
+  if (!s.args.verify || power != done || done >= s.args.steps) return;
+  with_full_parameters(s, [&] {
+    if (!s.lead) return;
+    rg::NoGradGuard no_grad;
+    std::vector<rg::Tensor> copies;
+    for (const rg::Tensor& p : s.model->parameters()) copies.push_back(p.clone());
+    s.verify_snapshots.emplace_back(done, std::move(copies));
+  });
+}
+
 }  // namespace
 
 void check_finite(RunState& s, int64_t step, double loss, double grad_norm) {
@@ -105,6 +121,7 @@ TrainSummary train(RunState& s) {
       check_finite(s, done, r.loss, r.grad_norm);
     sum.train_seconds += r.seconds;
     sum.last_loss = r.loss;
+    snapshot_for_verify(s, done);
     if (a.checkpoint_every > 0 && done % a.checkpoint_every == 0 && done < a.steps) save(s, done);
     StepReport rep;
     rep.step = done;

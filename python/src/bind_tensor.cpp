@@ -136,7 +136,15 @@ void bind_shape_methods(TensorClass& c) {
   c.def("contiguous", &Tensor::contiguous);
   c.def("clone", &Tensor::clone);
   c.def("to", [](const Tensor& t, DType dtype) { return t.to(dtype); });
-  c.def("to", [](const Tensor& t, const std::string& device) { return t.to(Device(device)); });
+  // non_blocking: PyTorch's; a copy from pinned memory to a GPU returns before it has run.
+  c.def(
+      "to",
+      [](const Tensor& t, const std::string& device, bool non_blocking) {
+        return t.to(Device(device), non_blocking);
+      },
+      nb::arg("device"), nb::arg("non_blocking") = false);
+  c.def("pin_memory", &Tensor::pin_memory);
+  c.def("is_pinned", &Tensor::is_pinned);
   c.def("cpu", [](const Tensor& t) { return t.to(kCPU); });
 }
 

@@ -157,3 +157,18 @@ def test_indexing_gives_views_that_share_memory_and_carry_gradients():
         t[rg.tensor([0, 1])]
     with pytest.raises(ValueError, match="step"):
         t[::-1]
+
+
+def test_pin_memory_and_non_blocking_copies_keep_values():
+    t = rg.tensor([[1.0, 2.0], [3.0, -4.5]])
+    assert not t.is_pinned()
+    pinned = t.pin_memory()
+    assert pinned.is_pinned() and not t.is_pinned()
+    assert pinned.pin_memory().is_pinned()
+    np.testing.assert_array_equal(pinned.numpy(), t.numpy())
+    on_sim = pinned.to("sim", non_blocking=True)  # the simulated GPU of every build
+    assert on_sim.device == "sim"
+    np.testing.assert_array_equal(on_sim.cpu().numpy(), t.numpy())
+    np.testing.assert_array_equal(t.to("cpu", non_blocking=True).numpy(), t.numpy())
+    with pytest.raises(ValueError, match="only cpu tensors can be pinned"):
+        on_sim.pin_memory()

@@ -8,6 +8,7 @@
 // interpreter.h) scatters the 32 lanes' fragments back into matrices with it. Lane =
 // 4 * group + thread_in_group. nvcc emits the PTX instruction; sim computes in f32.
 #pragma once
+#include "core/tf32.h"
 #include "kernels/cuda/common.cuh"
 
 namespace rg::RG_BACKEND {
@@ -16,9 +17,7 @@ namespace rg::RG_BACKEND {
 // like its cuBLAS shim (kernels/sim/cublas_shim.cpp); the two differ only on exact ties.
 RG_HD inline float to_tf32(float x) {
 #if RG_SIM
-  if (!std::isfinite(x)) return x;
-  uint32_t u = float_to_bits(x);
-  return bits_to_float((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
+  return round_to_tf32(x);  // core/tf32.h
 #else
   uint32_t u;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));

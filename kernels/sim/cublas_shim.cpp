@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "core/tf32.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/cublas_shim.h"
 #include "kernels/sim/stream_queue.h"
@@ -27,22 +28,12 @@ using Stride = Eigen::OuterStride<>;
 template <typename T>
 using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 
-// x with its mantissa rounded to TF32's 10 bits (to nearest, ties to even); inf/NaN as is.
-float to_tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 // Element `at` of a buffer of `type`, in compute type T (f32 rounded to TF32 when `tf32`).
 template <typename T>
 T element(const void* x, cudaDataType type, int64_t at, bool tf32 = false) {
   switch (type) {
     case CUDA_R_32F:
-      return tf32 ? T(to_tf32(static_cast<const float*>(x)[at]))
+      return tf32 ? T(round_to_tf32(static_cast<const float*>(x)[at]))
                   : T(static_cast<const float*>(x)[at]);
     case CUDA_R_64F:
       return T(static_cast<const double*>(x)[at]);

@@ -69,7 +69,8 @@ class GraphCapture {
 // True while a stream of `device` captures a graph.
 bool is_capturing(Device device);
 // Throws rg::Error "<operation> is not allowed while stream ... of <device> is capturing a
-// graph" when a stream of `device` captures; the devices call it before work that needs the host.
+// graph" when a stream of `device` captures; called before work that needs the host (the
+// devices' copy, synchronize and empty_cache through capture_checked_device.h, streams, events).
 void check_not_capturing(Device device, const char* operation);
 // check_not_capturing for a synchronous copy between these devices (the device side's).
 void check_copy_not_capturing(Device dst_device, Device src_device);

@@ -12,9 +12,9 @@
 #include <memory>
 #include <mutex>
 
+#include "kernels/cuda/capture_checked_device.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_errors.h"
-#include "kernels/cuda/graph.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::cuda {
@@ -196,7 +196,6 @@ void pinned_release(void* ptr) { cudaFreeHost(ptr); }
 namespace {
 
 void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
-  gpu::check_copy_not_capturing(dst_device, src_device);
   if (nbytes == 0) return;
   Device gpu_side = dst_device.is_cuda() ? dst_device : src_device;
   cudaStream_t stream = static_cast<cudaStream_t>(gpu::current_stream(gpu_side).handle);
@@ -219,7 +218,6 @@ void register_cuda_device() {
   d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = copy;
   d.synchronize = [](int index) {
-    gpu::check_not_capturing(Device(DeviceType::cuda, index), "device synchronize");
     set_device(index);
     CUDA_CHECK(cudaDeviceSynchronize());
     gpu::count_host_sync(Device(DeviceType::cuda, index));
@@ -227,12 +225,11 @@ void register_cuda_device() {
   };
   d.stats = [](int index) { return allocator(index).stats(); };
   d.empty_cache = [](int index) {
-    gpu::check_not_capturing(Device(DeviceType::cuda, index), "empty_cache");
     CUDA_CHECK(cudaDeviceSynchronize());
     allocator(index).empty_cache();
   };
   d.device_count = device_count;
   d.why_no_device = why_no_device;
-  register_device(DeviceType::cuda, d);
+  gpu::register_gpu_device(DeviceType::cuda, d);  // with the capture checks
 }
 }  // namespace rg::cuda

@@ -14,8 +14,8 @@
 #include <mutex>
 
 #include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/capture_checked_device.h"
 #include "kernels/cuda/device_errors.h"
-#include "kernels/cuda/graph.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/stream_queue.h"
@@ -91,7 +91,6 @@ void register_sim_device() {
   d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = [](void* dst, Device dst_device, const void* src, Device src_device, size_t n) {
     Device side = dst_device.is_sim() ? dst_device : src_device;
-    gpu::check_copy_not_capturing(dst_device, src_device);
     if (sim::delayed_streams()) drain(gpu::current_stream(side).handle);
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);
@@ -99,18 +98,14 @@ void register_sim_device() {
     if (dst_device.is_cpu()) gpu::check_device_errors(side);
   };
   d.synchronize = [](int index) {
-    gpu::check_not_capturing(Device(DeviceType::sim, index), "device synchronize");
     drain_all();
     gpu::count_host_sync(Device(DeviceType::sim, index));
     gpu::check_device_errors(Device(DeviceType::sim, index));
   };
   d.stats = [](int index) { return allocator(index).stats(); };
-  d.empty_cache = [](int index) {
-    gpu::check_not_capturing(Device(DeviceType::sim, index), "empty_cache");
-    allocator(index).empty_cache();
-  };
+  d.empty_cache = [](int index) { allocator(index).empty_cache(); };
   d.device_count = [] { return kMaxSimDevices; };
-  register_device(DeviceType::sim, d);
+  gpu::register_gpu_device(DeviceType::sim, d);  // with the capture checks
 }
 
 gpu::CachingAllocator& allocator(int index) {

@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "dist/buffer_math.h"
 #include "nn/optim/moment_pieces.h"
+#include "nn/optim/shard_norm.h"
 
 namespace rg::optim {
 
@@ -94,17 +95,10 @@ void FsdpAdamW::step() {
 
 // Each rank's sum of squares over its gradient shards (f64, in unit order), all-reduced.
 double FsdpAdamW::grad_norm(const std::vector<Tensor>& /*order*/) const {
-  NoGradGuard no_grad;
   std::vector<Tensor> shards;
   for (const nn::FsdpUnit& unit : fsdp_.units())
     if (unit.grad_shard.defined() && unit.shard_numel > 0) shards.push_back(unit.grad_shard);
-  Tensor total = zeros({1}, DType::f64, kCPU);
-  if (!shards.empty()) {
-    const Tensor host = sum_squares_multi(shards).to(kCPU);
-    for (size_t k = 0; k < shards.size(); ++k) total.data<double>()[0] += host.data<double>()[k];
-  }
-  fsdp_.group().allreduce(total, dist::CombineOp::sum)->wait();
-  return std::sqrt(total.data<double>()[0]);
+  return sharded_grad_norm(shards, fsdp_.group());
 }
 
 void FsdpAdamW::scale_gradients_(double scale) {

@@ -12,6 +12,7 @@
 #include "core/shareable_host_memory.h"
 #include "dist/buffer_math.h"
 #include "kernels/builtin.h"
+#include "nn/optim/shard_norm.h"
 
 namespace rg::optim {
 
@@ -167,25 +168,9 @@ void ZeroAdamW::gather_parameters() {
 // Each rank's sum of squares over its slices (in f64), all-reduced (bit-identical everywhere).
 // The slices share their buckets' dtype: one multi-tensor reduction per dtype (usually one).
 double ZeroAdamW::grad_norm(const std::vector<Tensor>& /*order*/) const {
-  NoGradGuard no_grad;
-  std::vector<double> sums(shards_.size(), 0.0);
-  std::vector<bool> done(shards_.size(), false);
-  for (size_t a = 0; a < shards_.size(); ++a) {
-    if (done[a]) continue;
-    std::vector<Tensor> slices;
-    std::vector<size_t> which;
-    for (size_t b = a; b < shards_.size(); ++b) {
-      Tensor slice = gradient_shard(shards_[b]);
-      if (slice.dtype() != gradient_shard(shards_[a]).dtype()) continue;
-      slices.push_back(slice), which.push_back(b), done[b] = true;
-    }
-    const Tensor host = sum_squares_multi(slices).to(kCPU);
-    for (size_t k = 0; k < which.size(); ++k) sums[which[k]] = host.data<double>()[k];
-  }
-  Tensor total = zeros({1}, DType::f64, kCPU);
-  for (double s : sums) total.data<double>()[0] += s;  // in shard order
-  reducer_.group().allreduce(total, dist::CombineOp::sum)->wait();
-  return std::sqrt(total.data<double>()[0]);
+  std::vector<Tensor> gradients;
+  for (const Shard& shard : shards_) gradients.push_back(gradient_shard(shard));
+  return sharded_grad_norm(gradients, reducer_.group());
 }
 
 void ZeroAdamW::scale_gradients_(double scale) {

@@ -29,6 +29,12 @@ trap 'exit 143' TERM INT
 [ "$RATE" = none ] && RATE=
 hosts_up "$RATE" || { echo "two_hosts: $HOSTS_WHY"; exit 1; }
 export RG_JOB_TOKEN="two-hosts-bench-$$-$RANDOM$RANDOM"
+# Both "hosts" share this machine's cores, which no rank can see (each counts only its own
+# host's ranks, dist/idle_wait.h): with more ranks than cores in all, waiters yield at once,
+# as they would on one host with that many ranks (unless RG_DIST_IDLE_WAIT says otherwise).
+if [ -z "${RG_DIST_IDLE_WAIT:-}" ] && [ $((2 * PER_HOST)) -gt "$(nproc)" ]; then
+  export RG_DIST_IDLE_WAIT=yield
+fi
 
 run() {  # run VARIANT ROUND: one job, rank 0's lines in $TMP/VARIANT.ROUND
   local node pids=() how
@@ -50,7 +56,7 @@ run() {  # run VARIANT ROUND: one job, rank 0's lines in $TMP/VARIANT.ROUND
   grep -h '^\[rank 0\] size' "$TMP/$1.$2.node0" >"$TMP/$1.$2"
 }
 echo "two hosts x $PER_HOST ranks, link ${RATE:-unshaped} (tc tbf), $ROUNDS alternating rounds;" \
-  "$(nproc) cpus"
+  "$(nproc) cpus; RG_DIST_IDLE_WAIT=${RG_DIST_IDLE_WAIT:-auto}"
 for ((round = 1; round <= ROUNDS; ++round)); do
   for variant in $VARIANTS; do run $variant $round; done
 done

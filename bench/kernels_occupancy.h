@@ -1,6 +1,6 @@
 // bench/kernels --sim-check: the occupancy column. Each kernel an op launched on sim is
 // looked up in the ptxas table generated at build time (kernels_ptxas.inc, from
-// scripts/ptxas_resources.py) and put through sim-check's H200 occupancy model with the
+// scripts/cubin_resources.py) and put through sim-check's H200 occupancy model with the
 // block size of its launches.
 #pragma once
 #include <map>

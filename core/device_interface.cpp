@@ -72,6 +72,10 @@ const DeviceInterface& device_interface(DeviceType type) {
     RG_CHECK(type != DeviceType::cuda || g_backend_loader.load() == nullptr, "device ",
              Device(type).str(),
              ": this ringgrad was built without the cuda backend (configure with -Dcuda=enabled)");
+    RG_CHECK(type != DeviceType::sim || g_backend_loader.load() == nullptr, "device ",
+             Device(type).str(),
+             ": this ringgrad was built without the sim device (configure with -Dsim=true; "
+             "pip install . -Csetup-args=-Dsim=true)");
     RG_FAIL("device ", Device(type).str(),
             ": no backend registered for it (the kernels layer "
             "registers sim and cuda; a program linked with core alone has only cpu)");

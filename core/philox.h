@@ -26,11 +26,12 @@ RG_HOST_DEVICE inline uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t* 
   return static_cast<uint32_t>(p);
 }
 
-// Four 32-bit random words for (seed, counter).
-RG_HOST_DEVICE inline PhiloxOutput philox4x32_10(uint64_t seed, uint64_t counter) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
-  uint32_t c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+// One Philox4x32-10 block: the 128-bit counter ctr (4 words, low first) under the 64-bit key
+// (k0 low, k1 high), as Random123 defines it (tests/core/test_philox.cpp: its published
+// known-answer vectors).
+RG_HOST_DEVICE inline PhiloxOutput philox4x32_10_block(const uint32_t ctr[4], uint32_t k0,
+                                                      uint32_t k1) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, hi1;
     uint32_t lo0 = philox_mulhilo(0xD2511F53u, c0, &hi0);
@@ -41,6 +42,13 @@ RG_HOST_DEVICE inline PhiloxOutput philox4x32_10(uint64_t seed, uint64_t counter
     k1 += 0xBB67AE85u;
   }
   return PhiloxOutput{{c0, c1, c2, c3}};
+}
+
+// Four 32-bit random words for (seed, counter): the counter's upper 64 bits are 0.
+RG_HOST_DEVICE inline PhiloxOutput philox4x32_10(uint64_t seed, uint64_t counter) {
+  const uint32_t ctr[4] = {static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32),
+                           0, 0};
+  return philox4x32_10_block(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
 // Uniform in [0, 1) from the top 24 bits (exactly representable in f32).

@@ -50,6 +50,8 @@ void register_cpu_kernels(KernelTable& table) {
 
 }  // namespace
 
+bool sim_backend_built() { return RG_WITH_SIM; }
+
 bool cuda_backend_built() {
 #if RG_WITH_CUDA
   return true;
@@ -62,11 +64,13 @@ void register_builtin_backends() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_cpu_kernels(unchecked_kernel_table(DeviceType::cpu));
+#if RG_WITH_SIM
     sim::register_sim_device();
     KernelTable& sim_table = unchecked_kernel_table(DeviceType::sim);
 #define RG_REGISTER_SIM(file) sim::register_##file##_kernels(sim_table);
     RG_GPU_KERNEL_FILES(RG_REGISTER_SIM)
 #undef RG_REGISTER_SIM
+#endif
 #if RG_WITH_CUDA
     cuda::register_cuda_device();
     KernelTable& cuda_table = unchecked_kernel_table(DeviceType::cuda);

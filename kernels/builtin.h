@@ -15,7 +15,8 @@ namespace rg {
 // Idempotent and thread-safe; kernel_table() and core's device lookups call it.
 void register_builtin_backends();
 
-// Whether this library was built with the cuda backend.
+// Whether this library was built with the sim device (-Dsim=true) and the cuda backend.
+bool sim_backend_built();
 bool cuda_backend_built();
 
 // The kernel table of `type`, with the built-in backends registered.

@@ -4,8 +4,16 @@
 # `pip install .`, the pytest run on the installed module), then the ```python example under
 # it runs with that venv's python. Any failing line fails the test. Needs PyPI (pip).
 #   tests/python_readme.sh SOURCE_ROOT
+#       pip install . builds the library (minutes; scripts/time-pip-install times it cold)
+#   tests/python_readme.sh SOURCE_ROOT EXTENSION BUILD_PYTHON
+#       the `python_readme` test: `pip install .` installs a wheel packed from the extension a
+#       meson build already made (python/wheel_from_build.py, which compiles nothing), and
+#       the README's `python3` is the interpreter that extension was built for; every other
+#       line runs as written
 set -euo pipefail
 src=$(cd "$1" && pwd)
+extension=${2:-}
+build_python=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git -C "$src" ls-files -z | (cd "$src" && tar --null -T - -cf -) | tar -xf - -C "$work"
@@ -20,6 +28,16 @@ PY
 }
 commands=$(block sh)
 example=$(block python)
+if [[ -n $extension ]]; then
+  mkdir "$work/.prebuilt"
+  wheel=$("$build_python" "$work/python/wheel_from_build.py" "$extension" "$work/.prebuilt")
+  # python3 on the PATH: the base interpreter of the build's venv, whose ABI the wheel has
+  ln -s "$("$build_python" -c 'import sys; print(sys._base_executable)')" "$work/.prebuilt/python3"
+  export PATH="$work/.prebuilt:$PATH"
+  grep -qE '^pip install \. ' <<<"$commands" || { echo "FAIL: no 'pip install .' line"; exit 1; }
+  commands=$(sed -E "s|^pip install \. |pip install $wheel |" <<<"$commands")
+  echo "== pip install . is served by $(basename "$wheel"), packed from the build's extension"
+fi
 cd "$work"
 echo "== the README's commands:"
 echo "$commands"

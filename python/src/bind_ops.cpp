@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/parallel.h"
+#include "kernels/builtin.h"
 #include "ops/ops.h"
 #include "python/src/bindings.h"
 
@@ -33,6 +34,9 @@ void bind_dtypes_and_grad_mode(nb::module_& m) {
   m.def("manual_seed", &manual_seed, nb::arg("seed"));
   m.def("set_num_threads", &set_num_threads, nb::arg("n"));  // intra-op threads
   m.def("get_num_threads", &get_num_threads);
+  // Which devices this build has: pip install . leaves sim and cuda out unless asked.
+  m.def("sim_backend_built", &sim_backend_built);
+  m.def("cuda_backend_built", &cuda_backend_built);
 }
 
 void bind_factories(nb::module_& m) {

@@ -118,6 +118,11 @@ def test_zero_grad_clears_every_parameter():
     assert all(p.grad is None for p in model.parameters())
 
 
+needs_sim = pytest.mark.skipif(not rg._C.sim_backend_built(),
+                               reason="built without the sim device (pip install .'s default)")
+
+
+@needs_sim
 def test_tensors_and_modules_move_between_devices_and_dtypes():
     t = rg.tensor([1.0, 2.0, 3.0])
     s = t.to("sim")
@@ -139,6 +144,7 @@ def test_tensors_and_modules_move_between_devices_and_dtypes():
         t.to("nowhere")
 
 
+@needs_sim
 def test_factories_place_tensors_on_a_device():
     for t in (rg.zeros(2, 3, device="sim"), rg.tensor([1.0, 2.0], device="sim"),
               rg.arange(4, device="sim"), rg.full((2,), 7.0, device="sim")):

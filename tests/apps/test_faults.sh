@@ -170,4 +170,4 @@ sys.exit(0 if pids == [0, 1, 2] and "optimizer step" in names else 1)' "$TMP/tra
 expect "--trace with 3 ranks: only the trace in its directory" [ "$(ls -A "$TMP/trace")" = t.json ]
 
 [ $FAILS -eq 0 ] && echo "all fault checks passed"
-exit $FAILS
+exit $((FAILS > 0))  # 1 on any failure, never the count (77 reads as a skip, 256 as a pass)

@@ -117,4 +117,4 @@ expect "the store's log stays short (a few lines, then counts)" \
   [ "$(grep -c 'ringgrad store:' "$OUT")" -le 100 ]
 
 [ $FAILS -eq 0 ] && echo "all store flood checks passed"
-exit $FAILS
+exit $((FAILS > 0))  # 1 on any failure, never the count (77 reads as a skip, 256 as a pass)

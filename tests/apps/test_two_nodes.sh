@@ -44,4 +44,4 @@ done
 check_kills "two nodes"
 
 echo "two nodes: $FAILS failed"
-exit $FAILS
+exit $((FAILS > 0))  # 1 on any failure, never the count (77 reads as a skip, 256 as a pass)

@@ -9,7 +9,14 @@
 # skipped)
 set -u
 ops=$1 train_step=$2 kernels=$3 allreduce=$4 ddp=$5 supported=$6 simulate=${7:-}
-"$supported" || exit 77
+# 77 from SUPPORTED skips; any other failure of it (a crash) fails the test.
+"$supported"
+supported_rc=$?
+case $supported_rc in
+  0) ;;
+  77) exit 77 ;;
+  *) echo "FAIL: $supported exited $supported_rc (crashed?)"; exit 1 ;;
+esac
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -111,7 +118,7 @@ expect_error "$ddp" "--backend" --backend carrier-pigeon
   unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_RANK SLURM_PROCID
   before=$failures
   expect_error "$ddp" "--backend mpi: " --backend mpi
-  exit $((failures - before))
+  exit $((failures > before))
 ) || failures=$((failures + 1))
 expect_error "$ddp" "--bucket-cap-mb" --bucket-cap-mb 0
 # Tiny runs on 2 thread ranks and on 2 forked tcp processes finish and print every part of

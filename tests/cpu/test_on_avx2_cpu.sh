@@ -32,8 +32,12 @@ grep -q "RG_CPU_CAPABILITY=avx512: this CPU does not support avx512" <<<"$out" |
 # The guard-page test of the weight gradient is left to the native runs (kernels_cpu@avx2):
 # qemu 7.2 emulates a scalar FMA with a memory operand (vfmadd231ss (mem), ...) by a wider
 # load, which faults on the guard page where the CPU reads only the 4 bytes.
+# The random-shape reduce sweep is left to the native runs too: under qemu it took 150 of
+# this test's 185 s, and the reduce kernel's code paths (column, row and middle layouts, all
+# dims, threads) run here in the cases that cover them one by one.
 for test_program in "$kernels_cpu" "$exactness"; do
-  out=$(on_avx2 "$test_program" --test-case-exclude="*reads nothing past its operands*" 2>&1)
+  out=$(on_avx2 "$test_program" \
+    --test-case-exclude="*reads nothing past its operands*,reduce matches an f64 reference on random shapes*" 2>&1)
   rc=$?
   [ "$rc" -eq 0 ] || fail "$(basename "$test_program") on the AVX2 CPU exited $rc: $(tail -20 <<<"$out")"
 done

@@ -152,16 +152,14 @@ TEST_CASE("loader: an exception in the worker is re-thrown by next() in order") 
 TEST_CASE("loader: destroying it mid-epoch stops the worker promptly") {
   auto ds = std::make_shared<ProbeDataset>(1000, 2);
   ds->delay = 1ms;
-  const auto begin = std::chrono::steady_clock::now();
   {
     DataLoader loader(ds, DistributedSampler(1000, {1, 0, true}),
                       {.batch_size = 50, .prefetch = 4});
     REQUIRE(loader.next().has_value());
   }  // worker is mid-batch or blocked on the full queue
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  CHECK(seconds < 2.0);
-  CHECK(ds->calls < 1000);  // it did not run the epoch to the end
+  // Promptly means without finishing the epoch (a worker that never stops would hang here
+  // until meson's timeout): counted in calls, not timed.
+  CHECK(ds->calls < 1000);
   // Destroying a loader that never started is fine too.
   { DataLoader idle(ds, DistributedSampler(1000), {.batch_size = 10}); }
 }

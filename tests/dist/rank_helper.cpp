@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
       if (mode == "crash") raise(SIGKILL);
       return std::atoi(argv[3]);
     }
-    sleep(60);  // must be stopped by rgrun
+    sleep(600);  // must be stopped by rgrun (test_rgrun.cpp gives it 40 s)
     return 0;
   }
   if (mode == "wait" && argc > 2) {

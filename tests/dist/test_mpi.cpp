@@ -250,14 +250,12 @@ TEST_CASE("mpi: ranks in all-reduces of different counts fail with a mismatch") 
 
 TEST_CASE("mpi: a rank that aborts makes the others fail naming it, before the timeout") {
   auto pg = mpi_group(60'000);
-  const auto start = Clock::now();
   if (pg->rank() == 0) pg->abort("test abort");
   Tensor t = full({1000}, 1.0);
   DistError e = expect_dist_error([&] { pg->allreduce(t)->wait(); });
   INFO(std::string(e.what()));
   CHECK(e.kind() == FailureKind::aborted);
-  CHECK(e.blamed_rank() == 0);
-  CHECK(Clock::now() - start < std::chrono::seconds(30));
+  CHECK(e.blamed_rank() == 0);  // an abort, not the 60 s timeout (FailureKind::timeout)
 }
 
 TEST_CASE("mpi: a rank that does not answer is named by the others after the timeout") {

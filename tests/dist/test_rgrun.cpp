@@ -184,7 +184,8 @@ TEST_CASE("rgrun --quiet-others shows rank 0 only") {
 }
 
 TEST_CASE("rgrun stops the other ranks and exits with the failing rank's code, naming it") {
-  auto start = std::chrono::steady_clock::now();
+  // The other ranks sleep 600 s (rank_helper), run_command kills rgrun at 40 s: only an rgrun
+  // that stops them exits with code 3. Nothing is timed.
   Run run = run_command(
       {path_of("RGRUN"), "--nproc-per-node", "3", "--", path_of("RANK_HELPER"), "fail", "1", "3"},
       std::chrono::seconds(40));
@@ -192,8 +193,6 @@ TEST_CASE("rgrun stops the other ranks and exits with the failing rank's code, n
   CHECK(run.exit_code == 3);
   CHECK(contains(run.output, "[rank 1] rank 1 failing now"));
   CHECK(contains(run.output, "rgrun: rank 1 exited with code 3"));
-  // The sleeping ranks were stopped, not waited for.
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
 
 TEST_CASE("rgrun reports a rank killed by a signal") {

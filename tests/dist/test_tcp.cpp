@@ -354,6 +354,7 @@ TEST_CASE("the store serves concurrent clients: set, get that waits, add, check,
   auto start = Clock::now();
   CHECK_THROWS_WITH_AS(server.get("missing", Milliseconds(200)),
                        doctest::Contains("waiting for key 'missing'"), Error);
+  // 15x the 200 ms asked for; a get that ignored it would wait for the store's default.
   CHECK(Clock::now() - start < std::chrono::seconds(3));
   CHECK_THROWS_WITH_AS(TcpStore("127.0.0.1", 1, false, Milliseconds(300)),
                        doctest::Contains("is rank 0 running?"), Error);
@@ -374,11 +375,12 @@ TEST_CASE("a rank that never joins makes the others fail at start-up, naming it"
 
 // 100'000 floats go around the ring, 1'000'000 (4 MiB) take the single-copy path.
 TEST_CASE("a rank that dies mid-training makes the others fail at once, naming it") {
+  // Longer than run_tcp's 40 s limit, which kills a rank still waiting (its status is then
+  // not 1): only noticing the death can end the wait in time. Not timed here.
   Options options;
-  options.timeout = Milliseconds(60'000);  // must not be what ends the wait
+  options.timeout = Milliseconds(600'000);
   for (int64_t length : {int64_t(100'000), int64_t(1'000'000)}) {
     CAPTURE(length);
-    auto start = Clock::now();
     auto results = run_tcp(
         3,
         [&](ProcessGroup& pg) {
@@ -388,7 +390,6 @@ TEST_CASE("a rank that dies mid-training makes the others fail at once, naming i
           pg.allreduce(t)->wait();
         },
         options, true, std::chrono::seconds(40));
-    CHECK(Clock::now() - start < std::chrono::seconds(20));
     CHECK(results[1].status == 7);
     for (int r : {0, 2}) {
       INFO(results[r].message);

@@ -276,13 +276,16 @@ TEST_CASE("a rank that never arrives makes the others fail within the timeout, n
                       options),
                   Error);
   CHECK(errors_naming_rank2.load() == 3);
+  // 10x the 1 s timeout: what is checked is that the timeout ends the wait (a wait without
+  // one never returns), not how fast.
   CHECK(Clock::now() - start < std::chrono::seconds(10));
 }
 
 TEST_CASE("a rank that throws makes the others fail at once, naming it") {
+  // Longer than meson's limit for this test: only the failing rank's abort can end the wait
+  // (a wait for the timeout fails the test as a TIMEOUT), and the message says it did.
   Options options;
-  options.timeout = Milliseconds(60'000);  // must not be what ends the wait
-  auto start = Clock::now();
+  options.timeout = Milliseconds(3'600'000);
   try {
     run_threads(
         3,
@@ -296,7 +299,6 @@ TEST_CASE("a rank that throws makes the others fail at once, naming it") {
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("rank 1: out of memory") != std::string::npos);
   }
-  CHECK(Clock::now() - start < std::chrono::seconds(10));
 }
 
 TEST_CASE("a failed group fails every later collective with the first error") {

@@ -21,9 +21,10 @@ fail() {
 }
 on_avx2() { "$qemu" -cpu max "$@"; }
 
-out=$(on_avx2 "$ddp" 1 16 1 --backend threads 2>&1)
+# One round of the main measurement (--rounds 1): a step of this model takes ~2 s under qemu.
+out=$(on_avx2 "$ddp" 1 16 1 --backend threads --rounds 1 2>&1)
 rc=$?
-[ "$rc" -eq 0 ] || fail "bench/ddp 1 16 1 --backend threads on the AVX2 CPU exited $rc: $out"
+[ "$rc" -eq 0 ] || fail "bench/ddp 1 16 1 --backend threads --rounds 1 on the AVX2 CPU exited $rc: $out"
 grep -q "^cpu capability: avx2 (cpu supports baseline, avx2)" <<<"$out" ||
   fail "bench/ddp did not pick avx2 by itself: $(grep 'cpu capability' <<<"$out")"
 out=$(RG_CPU_CAPABILITY=avx512 on_avx2 "$ddp" 1 16 1 --backend threads 2>&1)

@@ -8,6 +8,8 @@ namespace rg {
 
 enum class DeviceType : uint8_t { cpu = 0, sim = 1, cuda = 2 };
 inline constexpr int kNumDeviceTypes = 3;
+// Device indices the gpu runtime keeps per-device state for (streams, captures, error slots).
+inline constexpr int kMaxDeviceIndex = 16;
 
 struct Device {
   DeviceType type = DeviceType::cpu;

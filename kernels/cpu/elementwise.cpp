@@ -4,6 +4,13 @@
 // the op is a template parameter (its scalar functor from core/elementwise_scalar.h), not a
 // per-element switch. Every kernel walks its tensors with StridedLoop and has a contiguous
 // fast path the compiler can vectorise. bf16 computes in float.
+//
+// Compiled per capability is only what vectorises to a different speed: the float dtypes
+// (f32, f64, bf16) of the arithmetic rows, their gradients, where, and copies between float
+// dtypes. Integer and bool tensors, the bool-valued rows (comparisons, logical_not) and
+// conversions to or from an integer dtype run the baseline's loops on every CPU
+// (baseline_elementwise below): a third of the instantiations, which every capability
+// compiled again before (ninja: 50-63 s of a cold build per capability for this file).
 #include <cmath>
 #include <initializer_list>
 #include <utility>
@@ -15,8 +22,25 @@
 #include "kernels/cpu/gelu_rows.h"
 #include "kernels/cpu/strided_loop.h"
 
+// The baseline's kernels for every dtype, which the other capabilities call for what they
+// do not compile themselves (defined in the baseline build of this file).
+namespace rg::cpu::baseline::baseline_elementwise {
+void unary(UnaryOp op, const Tensor& out, const Tensor& in);
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+void copy(const Tensor& out, const Tensor& in);
+}  // namespace rg::cpu::baseline::baseline_elementwise
+
 namespace rg::cpu::RG_CPU_CAP {
 namespace {
+
+// The baseline compiles every dtype; a higher capability the float ones only.
+constexpr bool kAllDtypes = RG_CPU_CAP_LEVEL == 0;
+constexpr DTypes kOwnDtypes = kAllDtypes ? DTypes::all : DTypes::floating;
+// Whether this capability runs `dtype` itself, or hands it (and bool-valued rows) to baseline.
+bool runs_here(DType dtype, DTypeRule rule = DTypeRule::same) {
+  return kAllDtypes || (is_floating(dtype) && rule != DTypeRule::boolean);
+}
 
 // out = f(ins...) elementwise over out's shape; every input has storage type In and is read
 // as compute_t<In>; f's result is converted to Out.
@@ -89,23 +113,27 @@ bool row_kernel(const Tensor& out, std::initializer_list<const Tensor*> ins) {
 template <typename Fn>
 void unary_with(Fn, const Tensor& out, const Tensor& in) {
   if (row_kernel<Fn>(out, {&in})) return;
-  dispatch_dtype<DTypes::all>(in.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
-    if constexpr (scalar::admits<Fn::rule, T>)
-      map<out_t<Fn, T>, T>([](compute_t<T> x) { return Fn::forward(x); }, out, in);
-    else
-      RG_FAIL(op_name(Fn::op), ": unsupported dtype ", in.dtype());
-  });
+  if constexpr (kAllDtypes || Fn::rule != DTypeRule::boolean) {
+    dispatch_dtype<kOwnDtypes>(in.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
+      if constexpr (scalar::admits<Fn::rule, T>)
+        map<out_t<Fn, T>, T>([](compute_t<T> x) { return Fn::forward(x); }, out, in);
+      else
+        RG_FAIL(op_name(Fn::op), ": unsupported dtype ", in.dtype());
+    });
+  }
 }
 
 template <typename Fn>
 void binary_with(Fn, const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_dtype<DTypes::all>(a.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
-    using C = compute_t<T>;
-    if constexpr (scalar::admits<Fn::rule, T>)
-      map<out_t<Fn, T>, T>([](C x, C y) { return Fn::forward(x, y); }, out, a, b);
-    else
-      RG_FAIL(op_name(Fn::op), ": unsupported dtype ", a.dtype());
-  });
+  if constexpr (kAllDtypes || Fn::rule != DTypeRule::boolean) {
+    dispatch_dtype<kOwnDtypes>(a.dtype(), op_name(Fn::op), [&]<typename T>(TypeTag<T>) {
+      using C = compute_t<T>;
+      if constexpr (scalar::admits<Fn::rule, T>)
+        map<out_t<Fn, T>, T>([](C x, C y) { return Fn::forward(x, y); }, out, a, b);
+      else
+        RG_FAIL(op_name(Fn::op), ": unsupported dtype ", a.dtype());
+    });
+  }
 }
 
 template <typename Fn>
@@ -141,9 +169,13 @@ void binary_backward_with(Fn, int which, const Tensor& grad_in, const Tensor& gr
 }
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  if (!runs_here(in.dtype(), info(op).rule))
+    return baseline::baseline_elementwise::unary(op, out, in);
   scalar::with_functor(op, [&](auto fn) { unary_with(fn, out, in); });
 }
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (!runs_here(a.dtype(), info(op).rule))
+    return baseline::baseline_elementwise::binary(op, out, a, b);
   scalar::with_functor(op, [&](auto fn) { binary_with(fn, out, a, b); });
 }
 void unary_backward(UnaryOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
@@ -157,7 +189,8 @@ void binary_backward(BinaryOp op, int which, const Tensor& grad_in, const Tensor
 }
 
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  dispatch_dtype<DTypes::all>(out.dtype(), "where", [&]<typename T>(TypeTag<T>) {
+  if (!runs_here(out.dtype())) return baseline::baseline_elementwise::where(out, cond, a, b);
+  dispatch_dtype<kOwnDtypes>(out.dtype(), "where", [&]<typename T>(TypeTag<T>) {
     StridedLoop<4> loop({&out, &cond, &a, &b});
     loop.run([&](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
@@ -179,8 +212,10 @@ Out convert(In x) {
 }
 
 void copy(const Tensor& out, const Tensor& in) {
-  dispatch_dtype<DTypes::all>(out.dtype(), "copy", [&]<typename Out>(TypeTag<Out>) {
-    dispatch_dtype<DTypes::all>(in.dtype(), "copy", [&]<typename In>(TypeTag<In>) {
+  if (!runs_here(out.dtype()) || !runs_here(in.dtype()))
+    return baseline::baseline_elementwise::copy(out, in);
+  dispatch_dtype<kOwnDtypes>(out.dtype(), "copy", [&]<typename Out>(TypeTag<Out>) {
+    dispatch_dtype<kOwnDtypes>(in.dtype(), "copy", [&]<typename In>(TypeTag<In>) {
       StridedLoop<2> loop({&out, &in});
       loop.run([&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
         if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
@@ -208,6 +243,21 @@ void fill(const Tensor& out, double value) {
 }
 
 }  // namespace
+
+#if RG_CPU_CAP_LEVEL == 0
+namespace baseline_elementwise {  // for the other capabilities (declared at the top)
+void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  rg::cpu::baseline::unary(op, out, in);
+}
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  rg::cpu::baseline::binary(op, out, a, b);
+}
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  rg::cpu::baseline::where(out, cond, a, b);
+}
+void copy(const Tensor& out, const Tensor& in) { rg::cpu::baseline::copy(out, in); }
+}  // namespace baseline_elementwise
+#endif
 
 void register_elementwise_kernels(KernelTable& k) {
   k.unary = unary;

@@ -15,7 +15,6 @@ namespace rg::gpu {
 namespace {
 
 constexpr int kSlots = 256;
-constexpr int kMaxIndex = 16;
 
 struct Pending {
   int slot;
@@ -29,14 +28,14 @@ struct Ring {
   int next = 0;
 };
 
-std::atomic<uint64_t> g_syncs[kNumDeviceTypes][kMaxIndex];
+std::atomic<uint64_t> g_syncs[kNumDeviceTypes][kMaxDeviceIndex];
 thread_local bool tls_checking = false;  // the check's own copy is not checked again
 
 Ring& ring(Device d) {
-  RG_CHECK(d.index >= 0 && d.index < kMaxIndex, "device errors: device index ", d.index,
+  RG_CHECK(d.index >= 0 && d.index < kMaxDeviceIndex, "device errors: device index ", d.index,
            " out of range");
-  static Ring* rings = new Ring[kNumDeviceTypes * kMaxIndex];  // never destroyed
-  return rings[int(d.type) * kMaxIndex + d.index];
+  static Ring* rings = new Ring[kNumDeviceTypes * kMaxDeviceIndex];  // never destroyed
+  return rings[int(d.type) * kMaxDeviceIndex + d.index];
 }
 
 // Copies without counting or checking: the ring's own traffic is part of the sync that
@@ -97,10 +96,10 @@ void check_device_errors(Device d) {
   check_locked(d, r);
 }
 
-uint64_t host_syncs(Device d) { return g_syncs[int(d.type)][d.index % kMaxIndex].load(); }
+uint64_t host_syncs(Device d) { return g_syncs[int(d.type)][d.index % kMaxDeviceIndex].load(); }
 
 void count_host_sync(Device d) {
-  if (!tls_checking) g_syncs[int(d.type)][d.index % kMaxIndex]++;
+  if (!tls_checking) g_syncs[int(d.type)][d.index % kMaxDeviceIndex]++;
 }
 
 }  // namespace rg::gpu

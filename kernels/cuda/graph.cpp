@@ -19,10 +19,9 @@ namespace rg::gpu {
 
 namespace {
 
-constexpr int kMaxIndex = 16;
 std::mutex g_registry_mutex;
-void* g_capturing[kNumDeviceTypes][kMaxIndex] = {};  // the capturing stream, or null
-std::atomic<bool> g_any_capture{false};              // fast path of check_not_capturing
+void* g_capturing[kNumDeviceTypes][kMaxDeviceIndex] = {};  // the capturing stream, or null
+std::atomic<bool> g_any_capture{false};                    // fast path of check_not_capturing
 std::atomic<uint64_t> g_next_pool{1};
 std::atomic<uint64_t> g_replays{0};
 
@@ -100,8 +99,8 @@ void Graph::capture_begin(const Stream& stream) {
            " has no streams to capture (sim or cuda only)");
   RG_CHECK(!impl_->captured && !impl_->capturing,
            "Graph::capture_begin: this graph is already captured; make a new Graph");
-  RG_CHECK(d.index >= 0 && d.index < kMaxIndex, "Graph::capture_begin: device index ", d.index,
-           " out of range");
+  RG_CHECK(d.index >= 0 && d.index < kMaxDeviceIndex, "Graph::capture_begin: device index ",
+           d.index, " out of range");
   RG_CHECK(!is_capturing(d), "Graph::capture_begin: a stream of ", d, " is already capturing");
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);  // aborted before
   impl_->stream = stream;
@@ -177,7 +176,7 @@ GraphCapture::~GraphCapture() noexcept(false) {
 }
 
 bool is_capturing(Device d) {
-  if (!g_any_capture || d.is_cpu() || d.index < 0 || d.index >= kMaxIndex) return false;
+  if (!g_any_capture || d.is_cpu() || d.index < 0 || d.index >= kMaxDeviceIndex) return false;
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   return registry_slot(d) != nullptr;
 }

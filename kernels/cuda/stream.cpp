@@ -22,15 +22,15 @@ namespace rg::gpu {
 
 namespace {
 
-constexpr int kMaxIndex = 16;
 // Per-thread current stream overrides set by StreamGuard: [device type][index].
-thread_local Stream current_override[kNumDeviceTypes][kMaxIndex];
-thread_local bool has_override[kNumDeviceTypes][kMaxIndex] = {};
+thread_local Stream current_override[kNumDeviceTypes][kMaxDeviceIndex];
+thread_local bool has_override[kNumDeviceTypes][kMaxDeviceIndex] = {};
 std::atomic<bool> g_allow_tf32{false};
 
 void check_gpu_device(Device d, const char* what) {
   RG_CHECK(d.type != DeviceType::cpu, what, ": device cpu has no streams");
-  RG_CHECK(d.index >= 0 && d.index < kMaxIndex, what, ": device index ", d.index, " out of range");
+  RG_CHECK(d.index >= 0 && d.index < kMaxDeviceIndex, what, ": device index ", d.index,
+           " out of range");
 #if !RG_WITH_CUDA
   RG_CHECK(d.type != DeviceType::cuda, what, ": ringgrad was built without CUDA");
 #endif

@@ -60,6 +60,7 @@ losses() { grep -E '^\[rank 0\] step ' "$1" | sed -E 's/^(\[rank 0\] step [0-9]+
 # before training ends (else again, 4x longer: no assertion on time)
 for attempt in 1 2 3; do
   rm -rf "$TMP/flood"
+  FLOOD_START=$SECONDS
   run_job flood
   wait_for "step 50/" || bad "flood: training did not start: $(cat "$OUT")"
   python3 "$DIR/store_flood.py" "$PORT" 3000 16 "$TMP/flood.status" >"$TMP/flooder.out" 2>&1 &
@@ -75,6 +76,7 @@ for attempt in 1 2 3; do
   has "$OUT" "step 50/" && hasnt "$OUT" "wall time" && OVERLAPPED=1
   sample_rank0
   finish
+  FLOOD_SECONDS=$((SECONDS - FLOOD_START))
   [ $OVERLAPPED = 1 ] && break
   kill -KILL "$FLOODER" 2>/dev/null
   wait "$FLOODER" 2>/dev/null
@@ -113,8 +115,13 @@ expect "flooded run: rank 0 gained no thread per stranger" [ "$MAX_T" -le $((PLA
 expect "flooded run: rank 0 held at most 64 more descriptors" [ "$MAX_F" -le $((PLAIN_F + 64 + 8)) ]
 expect "the store cut off the slow hellos" \
   grep -qE 'slow_cut=[1-9]' "$TMP/flood.status"
-expect "the store's log stays short (a few lines, then counts)" \
-  [ "$(grep -c 'ringgrad store:' "$OUT")" -le 100 ]
+# The store prints at most 8 lines per 10 s window, then one line counting the rest
+# (dist/store_server.cpp): a bound from the run's own length, so a slow machine (the
+# sanitizer build under load took 300 s) is not a failure; a log of one line per stranger
+# (thousands) is.
+LOG_BOUND=$((9 * (FLOOD_SECONDS / 10 + 2)))
+expect "the store's log stays short (at most 9 lines per 10 s of the run: $LOG_BOUND)" \
+  [ "$(grep -c 'ringgrad store:' "$OUT")" -le "$LOG_BOUND" ]
 
 [ $FAILS -eq 0 ] && echo "all store flood checks passed"
 exit $((FAILS > 0))  # 1 on any failure, never the count (77 reads as a skip, 256 as a pass)

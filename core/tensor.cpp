@@ -6,6 +6,7 @@
 
 #include "core/device_interface.h"
 #include "core/dispatch.h"
+#include "core/shape_checks.h"
 
 namespace rg {
 
@@ -87,9 +88,9 @@ template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape) RG_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
+  const size_t nbytes = checked_nbytes(shape, itemsize(dtype), "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = allocate_storage(numel_of(shape) * itemsize(dtype), device);
+  impl->storage = allocate_storage(nbytes, device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -97,6 +98,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides, int64_t offset) {
+  checked_numel(shape, "view");  // the ops name themselves first (ops/views.cpp)
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.storage();
   impl->shape = shape;
@@ -108,7 +110,7 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides,
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = borrow_storage(data, numel_of(shape) * itemsize(dtype), device);
+  impl->storage = borrow_storage(data, checked_nbytes(shape, itemsize(dtype), "from_blob"), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -6,6 +6,7 @@
 // setup, train_step / training (the loop), checkpoint, metrics, evaluate, verify.
 // Every rank prints its own errors as one "rgtrain: error:" line and exits 2; a rank that
 // fails tells the others through the group, so they stop at once instead of timing out.
+// Under mpirun it then calls MPI_Abort, so mpirun ends every rank (a stopped one too).
 #include <algorithm>
 #include <iostream>
 
@@ -17,6 +18,7 @@
 #include "apps/rgtrain/verify.h"
 #include "core/atomic_file.h"
 #include "dist/dist_error.h"
+#include "dist/mpi_group.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -87,7 +89,8 @@ int main(int argc, char** argv) {
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     std::cout << std::flush;
-    std::cerr << "rgtrain: error: " << msg << "\n";
+    std::cerr << "rgtrain: error: " << msg << std::endl;
+    rg::dist::abort_mpi_job(2);  // under mpirun: every rank ends, a stopped one too
     return 2;
   }
 }

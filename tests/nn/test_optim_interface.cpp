@@ -5,6 +5,7 @@
 // merge_state_dicts on all three.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <memory>
 
 #include "dist/threads_group.h"
@@ -192,5 +193,28 @@ TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pie
     opt.load_state_dict(merged);  // at world 1 the pieces cover every element
     CHECK(opt.state_dict().find("step") != nullptr);
     CHECK(opt.state_is_sharded());
+  });
+}
+
+TEST_CASE("ZeroAdamW: a state whose exp_avg_sq (or exp_avg) piece is missing is refused") {
+  const std::vector<RankView> zero = run(true, 0.5, true);
+  dist::run_threads(1, [&](dist::ProcessGroup& group) {
+    nn::DDPOptions o;
+    o.zero_stage = 1;
+    nn::DistributedDataParallel ddp(mlp(), group, o);
+    ZeroAdamW opt(ddp);
+    for (const char* moment : {".exp_avg_sq", ".exp_avg"}) {
+      CAPTURE(moment);
+      nn::StateDict merged = opt.merge_state_dicts({zero[0].state, zero[1].state});
+      std::string dropped;
+      for (const std::string& name : merged.keys())
+        if (name.size() > std::strlen(moment) &&
+            name.compare(name.size() - std::strlen(moment), std::string::npos, moment) == 0)
+          dropped = name;
+      REQUIRE(!dropped.empty());
+      merged.erase(dropped);  // as if the piece had been renamed
+      const std::string expected = std::string("the saved ") + (moment + 1) + " pieces cover";
+      CHECK_THROWS_WITH_AS(opt.load_state_dict(merged), doctest::Contains(expected.c_str()), Error);
+    }
   });
 }

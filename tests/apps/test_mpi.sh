@@ -55,6 +55,15 @@ rank_of_mpi_job() {
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
   done
 }
+# job_ends: true once mpirun has ended (within LIMIT seconds), false while it still runs
+job_ends() {
+  local i
+  for ((i = 0; i < LIMIT * 10; ++i)); do
+    kill -0 "$JOB" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  ! kill -0 "$JOB" 2>/dev/null
+}
 
 # ---- kill -STOP rank 1: the others time out naming it, and mpirun ends the whole job
 stopped_rank_ends_job() {  # stopped_rank_ends_job NAME RANKS [RGTRAIN FLAGS...]
@@ -70,11 +79,7 @@ stopped_rank_ends_job() {  # stopped_rank_ends_job NAME RANKS [RGTRAIN FLAGS...]
     return
   fi
   kill -STOP "$victim"
-  for ((i = 0; i < LIMIT * 10; ++i)); do
-    kill -0 "$JOB" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$JOB" 2>/dev/null; then
+  if ! job_ends; then
     bad "$name: mpirun still runs $LIMIT s after rank 1 was stopped: $(tail -c 1500 "$OUT")"
     for p in $(pgrep -P "$JOB"); do kill -KILL "$p"; done
     kill -KILL "$JOB" 2>/dev/null
@@ -97,18 +102,10 @@ LIMIT=60
 start_job kill "$MPIRUN" -np 4 --oversubscribe "$RGTRAIN" --backend mpi --steps 1000000 \
   --print-every 20 "${TINY[@]}"
 victim=
-if wait_for "step 20/"; then
-  for p in $(pgrep -P "$JOB"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2" && victim=$p
-  done
-fi
+wait_for "step 20/" && victim=$(rank_of_mpi_job 2)
 if [ -n "$victim" ]; then
   kill -KILL "$victim"
-  for ((i = 0; i < LIMIT * 10; ++i)); do
-    kill -0 "$JOB" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$JOB" 2>/dev/null; then
+  if ! job_ends; then
     bad "kill -9 rank 2: mpirun still runs after $LIMIT s"
   else
     wait "$JOB"

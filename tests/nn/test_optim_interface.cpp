@@ -179,13 +179,21 @@ TEST_CASE("ZeroAdamW (2 ranks): the norm over the shards, clipping and step(scal
       CHECK(values(folded[r].params[i]) == values(zero[r].params[i]));
 }
 
-TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pieces") {
-  const std::vector<RankView> zero = run(true, 0.5, true);
+// Runs fn with a ZeroAdamW of one rank (its state loaded from the 2 ranks' dicts by fn).
+template <class Fn>
+void with_one_rank_zero_adamw(Fn&& fn) {
   dist::run_threads(1, [&](dist::ProcessGroup& group) {
     nn::DDPOptions o;
     o.zero_stage = 1;
     nn::DistributedDataParallel ddp(mlp(), group, o);
     ZeroAdamW opt(ddp);
+    fn(opt);
+  });
+}
+
+TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pieces") {
+  const std::vector<RankView> zero = run(true, 0.5, true);
+  with_one_rank_zero_adamw([&](ZeroAdamW& opt) {
     const nn::StateDict merged = opt.merge_state_dicts({zero[0].state, zero[1].state});
     CHECK(merged.size() + 1 == zero[0].state.size() + zero[1].state.size());  // one "step"
     for (const RankView& v : zero)
@@ -198,11 +206,7 @@ TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pie
 
 TEST_CASE("ZeroAdamW: a state whose exp_avg_sq (or exp_avg) piece is missing is refused") {
   const std::vector<RankView> zero = run(true, 0.5, true);
-  dist::run_threads(1, [&](dist::ProcessGroup& group) {
-    nn::DDPOptions o;
-    o.zero_stage = 1;
-    nn::DistributedDataParallel ddp(mlp(), group, o);
-    ZeroAdamW opt(ddp);
+  with_one_rank_zero_adamw([&](ZeroAdamW& opt) {
     for (const char* moment : {".exp_avg_sq", ".exp_avg"}) {
       CAPTURE(moment);
       nn::StateDict merged = opt.merge_state_dicts({zero[0].state, zero[1].state});

@@ -32,16 +32,9 @@ checkpoint_step() {
 f=open(sys.argv[1],"rb"); n=struct.unpack("<Q",f.read(8))[0]
 print(json.loads(f.read(n))["__metadata__"]["step"])' "$1"
 }
-same_as_reference() {  # every tensor (--compare), and the metadata but for the run's identity
+same_as_reference() {  # every tensor (--compare), and the whole file but for the run's id
   "$RGTRAIN" --compare "$TMP/ref/ckpt.safetensors" "$1/ckpt.safetensors" >/dev/null &&
-    python3 - "$TMP/ref/ckpt.safetensors" "$1/ckpt.safetensors" <<'PY'
-import json, struct, sys
-def metadata(path):  # without run_id and ckpt_id: each run draws its own id
-    raw = open(path, "rb").read()
-    md = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
-    return {k: v for k, v in md.items() if k not in ("run_id", "ckpt_id")}
-sys.exit(0 if metadata(sys.argv[1]) == metadata(sys.argv[2]) else 1)
-PY
+    python3 "$(dirname "$0")/same_checkpoint.py" "$TMP/ref/ckpt.safetensors" "$1/ckpt.safetensors"
 }
 
 # The reference: the same job, uninterrupted.

@@ -14,7 +14,8 @@
 //
 // Fault-injection hook for tests: RG_TEST_HOLD_CHECKPOINT=N makes rank 0 stop inside the
 // save of step N, after the bytes are written and before the rename, printing
-// "checkpoint: holding the write of step N", until a signal ends it.
+// "checkpoint: holding the write of step N", until a signal ends it. RG_TEST_HOLD_SHARD=N
+// does the same in every rank's shard write (zero_checkpoint.cpp).
 #pragma once
 #include <string>
 #include <vector>

@@ -356,7 +356,10 @@ Blame blame(const std::vector<Rank>& ranks, const std::vector<int>& stopped) {
   if (named >= 0 && !local)  // a rank of another node, which that node's rgrun reports
     return {named, "failed on another node (the ranks here lost it)", code(*first)};
   const Rank* cause = local && failed(*local) ? local : first;
-  return {cause->rank, describe_end(cause->status), code(*cause)};
+  // Its own words too: the first line a reader needs ("could not start a thread ...: the
+  // limit in force: RLIMIT_AS 64 MiB"), not only its exit code.
+  const std::string words = cause->message.empty() ? "" : " (its error: " + cause->message + ")";
+  return {cause->rank, describe_end(cause->status) + words, code(*cause)};
 }
 
 // How one attempt at the job ended.

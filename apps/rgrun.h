@@ -33,7 +33,8 @@ struct Rank {
   int status = 0;
   int end_order = -1;  // 0 for the first rank to end, 1 for the next, ...
   bool ended_after_our_signal = false;
-  int blames = -1;  // the rank this rank's failure record blames, or -1
+  int blames = -1;      // the rank this rank's failure record blames, or -1
+  std::string message;  // its failure record's message (cut at 500 bytes), or empty
 };
 
 // The signals rgrun stops its job on (SIGINT, SIGTERM, SIGHUP), blocked while it forks.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +33,8 @@ std::string error_file(const std::string& dir, int rank) {
 }
 
 // Sets each failed rank's `blames` from its record (the rank it blames, when not itself) and
-// removes the records, so that a restarted attempt starts without them.
+// its `message` (shown in rgrun's last line, never read for blame), and removes the records,
+// so that a restarted attempt starts without them.
 void read_failure_records(const std::string& dir, std::vector<Rank>& ranks) {
   if (dir.empty()) return;
   for (Rank& r : ranks) {
@@ -42,7 +44,11 @@ void read_failure_records(const std::string& dir, std::vector<Rank>& ranks) {
     const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
     in.close();
     unlink(path.c_str());
-    if (!record.is_object() || !record.contains("blamed_rank")) continue;
+    if (!record.is_object()) continue;
+    if (record.contains("message") && record["message"].is_string())
+      r.message = record["message"].get<std::string>().substr(0, 500);
+    std::replace(r.message.begin(), r.message.end(), '\n', ' ');
+    if (!record.contains("blamed_rank")) continue;
     const auto& blamed = record["blamed_rank"];
     if (!blamed.is_number_integer()) continue;
     const int64_t named = blamed.get<int64_t>();

@@ -21,6 +21,7 @@
 
 #include "core/device_interface.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/shareable_host_memory.h"
 
 #if defined(__has_feature)
@@ -133,8 +134,7 @@ struct CpuCachingAllocator {
   AllocatorStats stats;
 
   void* allocate(size_t nbytes) {
-    RG_CHECK(nbytes <= (size_t(1) << 62), "cpu allocator: out of memory allocating ", nbytes,
-             " bytes (more than any machine has)");
+    if (nbytes > (size_t(1) << 62)) throw allocation_error("cpu allocator", nbytes);
     SizeClass cls = size_class(std::max<size_t>(nbytes, 1));
     const bool shareable = shareable_arena::wants(cls.bytes);
     auto& lists = shareable ? arena_lists : free_lists;
@@ -151,7 +151,7 @@ struct CpuCachingAllocator {
       empty_cache();
       p = system_allocate(cls.bytes);
     }
-    RG_CHECK(p != nullptr, "cpu allocator: out of memory allocating ", nbytes, " bytes");
+    if (p == nullptr) throw allocation_error("cpu allocator", nbytes);
     std::lock_guard<std::mutex> lock(mutex);
     stats.reserved += cls.bytes;
     stats.system_allocs++;

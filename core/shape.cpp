@@ -1,6 +1,7 @@
 #include "core/shape.h"
 
 #include "core/error.h"
+#include "core/shape_checks.h"
 
 namespace rg {
 
@@ -8,6 +9,33 @@ int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
+}
+
+int64_t checked_numel(const Shape& shape, const char* op, bool one_inferred) {
+  int64_t numel = 1, nonzero = 1;
+  bool inferred = false;
+  for (int64_t s : shape) {
+    if (s == -1 && one_inferred && !inferred) {
+      inferred = true;
+      continue;
+    }
+    RG_CHECK(s >= 0, op, ": invalid size ", s, " in shape ", shape_str(shape),
+             s == -1 && one_inferred ? " (only one size can be -1)" : "");
+    RG_CHECK(s == 0 || !__builtin_mul_overflow(nonzero, s, &nonzero), op, ": shape ",
+             shape_str(shape), " has too many elements (its sizes multiply past 2^63-1)");
+    numel = s == 0 ? 0 : numel;
+  }
+  return numel == 0 ? 0 : nonzero;
+}
+
+size_t checked_nbytes(const Shape& shape, size_t itemsize, const char* op) {
+  const int64_t numel = checked_numel(shape, op);
+  int64_t nbytes = 0;
+  RG_CHECK(!__builtin_mul_overflow(numel, static_cast<int64_t>(itemsize), &nbytes), op, ": shape ",
+           shape_str(shape), " of ", itemsize,
+           "-byte elements is more than 2^63-1 "
+           "bytes");
+  return static_cast<size_t>(nbytes);
 }
 
 Strides contiguous_strides(const Shape& shape) {
@@ -37,6 +65,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
              " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
+  checked_numel(out, op);
   return out;
 }
 

@@ -6,6 +6,8 @@
 
 #include "core/device_interface.h"
 #include "core/dispatch.h"
+#include "core/memory_limits.h"
+#include "core/shape_checks.h"
 
 namespace rg {
 
@@ -37,12 +39,22 @@ double Tensor::item() const {
 
 namespace {
 
+// A host vector of n elements; std::bad_alloc becomes the one error of an allocation failure.
+template <typename V>
+V host_vector(int64_t n, const char* what) {
+  try {
+    return V(size_t(n));
+  } catch (const std::bad_alloc&) {
+    throw allocation_error(what, uint64_t(n) * sizeof(typename V::value_type));
+  }
+}
+
 // The bytes a view reads, from its first element to its last (strides are >= 0), brought
 // to the host through the device's copy when the tensor is not on the cpu.
 std::vector<std::byte> host_span(const Tensor& t) {
   int64_t span = 1;
   for (int64_t d = 0; d < t.dim(); ++d) span += (t.size(d) - 1) * t.stride(d);
-  std::vector<std::byte> bytes(span * itemsize(t.dtype()));
+  auto bytes = host_vector<std::vector<std::byte>>(span * itemsize(t.dtype()), "to_vector");
   if (t.device().is_cpu())
     std::memcpy(bytes.data(), t.data_ptr(), bytes.size());
   else
@@ -58,7 +70,7 @@ std::vector<std::byte> host_span(const Tensor& t) {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   const int64_t n = numel();
-  std::vector<T> out(n);
+  auto out = host_vector<std::vector<T>>(n, "to_vector");
   if (n == 0) return out;
   const std::vector<std::byte> bytes = host_span(*this);
   const Shape& sh = shape();
@@ -87,9 +99,9 @@ template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape) RG_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
+  const size_t nbytes = checked_nbytes(shape, itemsize(dtype), "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = allocate_storage(numel_of(shape) * itemsize(dtype), device);
+  impl->storage = allocate_storage(nbytes, device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -97,6 +109,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides, int64_t offset) {
+  checked_numel(shape, "view");  // the ops name themselves first (ops/views.cpp)
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.storage();
   impl->shape = shape;
@@ -108,7 +121,7 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides,
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = borrow_storage(data, numel_of(shape) * itemsize(dtype), device);
+  impl->storage = borrow_storage(data, checked_nbytes(shape, itemsize(dtype), "from_blob"), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

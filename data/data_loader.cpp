@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/memory_limits.h"
 
 namespace rg::data {
 
@@ -55,7 +56,8 @@ void DataLoader::start(int64_t epoch) {
     started_ = true;
     built_ = 0;
   }
-  worker_ = std::thread(&DataLoader::work, this, std::move(order));
+  worker_ =
+      start_thread("DataLoader (its prefetch thread)", &DataLoader::work, this, std::move(order));
 }
 
 void DataLoader::set_epoch(int64_t epoch) { start(epoch); }

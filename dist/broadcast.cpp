@@ -3,6 +3,11 @@
 // root only receives. All receives are posted first, so chunks land directly in place. Each
 // link carries the buffer once, so for large buffers the time approaches one transfer,
 // independent of the world size. Every rank ends with the root's exact bytes.
+// The chain is closed by one empty message from the last rank to the root, so every rank
+// receives once from the rank before it and compares that rank's envelope with its own: ranks
+// that disagree on the root (each of two "roots" would only send) fail as mismatched
+// collectives instead of returning with their own values. Device-stream transports (nccl)
+// carry no envelopes, so they skip it.
 #include "dist/broadcast.h"
 
 #include <vector>
@@ -25,6 +30,12 @@ void chain_broadcast(CollectiveContext& ctx, const Tensor& buf, int root, const 
     return flat_slice(buf, c * base + std::min(c, extra), base + (c < extra ? 1 : 0));
   };
   std::vector<std::shared_ptr<Work>> recvs(chunks), sends;
+  const bool closed = !ctx.transport().capabilities().device_streams;
+  const Tensor closing = flat_slice(buf, 0, 0);
+  std::shared_ptr<Work> closing_recv;
+  if (closed && position == 0) closing_recv = ctx.transport().recv_message(closing, prev, env);
+  if (closed && position == n - 1)
+    sends.push_back(ctx.transport().send_message(closing, next, env));
   if (position > 0) {
     for (int64_t c = 0; c < chunks; ++c) {
       ctx.transport().begin_batch();
@@ -41,6 +52,7 @@ void chain_broadcast(CollectiveContext& ctx, const Tensor& buf, int root, const 
     }
   }
   for (auto& send : sends) ctx.transport().wait_message(*send, next, env);
+  if (closing_recv) ctx.transport().wait_message(*closing_recv, prev, env);
 }
 
 }  // namespace rg::dist

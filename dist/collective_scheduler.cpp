@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/memory_limits.h"
 #include "core/parallel.h"
 #include "dist/stream_work.h"
 
@@ -14,7 +15,7 @@ namespace rg::dist {
 
 CollectiveScheduler::CollectiveScheduler(Transport& transport, const Options& options)
     : transport_(transport), options_(options), context_(transport, options) {
-  comm_thread_ = std::thread([this] { comm_loop(); });
+  comm_thread_ = start_thread("process group (its communication thread)", [this] { comm_loop(); });
   // Named and scheduled from here, so both hold once the constructor returns.
   pthread_t comm = comm_thread_.native_handle();
   pthread_setname_np(comm, "rg-comm");  // named for gdb, top and the tests

@@ -17,4 +17,12 @@ bool mpi_available();
 // collective: every rank calls it, in the same order as its other calls on MPI_COMM_WORLD.
 std::shared_ptr<ProcessGroup> make_mpi_group(Options options = {});
 
+// Ends the MPI job of a process that is failing: when MPI is initialized and not finalized,
+// calls MPI_Abort(MPI_COMM_WORLD, exit_code), and mpirun (or srun) then kills every rank, a
+// stopped one included. Without it the failing rank would wait at exit in MPI_Finalize
+// (which this backend calls at exit) for peers that may never come. Does nothing where MPI
+// is not running (or not built). Call it where the program reports its fatal error, after
+// record_failure (dist/dist_error.h) and the message.
+void abort_mpi_job(int exit_code);
+
 }  // namespace rg::dist

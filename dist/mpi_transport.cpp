@@ -63,6 +63,17 @@ void finalize_at_exit() {
   if (!finalized) MPI_Finalize();
 }
 
+}  // namespace
+
+void abort_mpi_job(int exit_code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+namespace {
+
 void initialize_mpi() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -5,6 +5,8 @@ namespace rg::dist {
 
 bool mpi_available() { return false; }
 
+void abort_mpi_job(int) {}
+
 std::shared_ptr<ProcessGroup> make_mpi_group(Options) {
   RG_FAIL("mpi backend: ringgrad was built without MPI (install libopenmpi-dev)");
 }

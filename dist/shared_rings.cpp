@@ -22,7 +22,9 @@
 #include <new>
 #include <sstream>
 
+#include "core/memory_limits.h"
 #include "dist/byte_stream.h"
+#include "dist/dist_error.h"
 #include "dist/socket.h"
 
 namespace rg::dist {
@@ -48,6 +50,7 @@ struct MemoryFile {
 // 4 KiB all-reduces until the first 4 MiB had gone round the ring).
 std::shared_ptr<void> map_file(int fd, size_t bytes, const std::string& what) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED && errno == ENOMEM) throw allocation_error(what + ": mmap", bytes);
   RG_CHECK(p != MAP_FAILED, what, ": mmap of ", bytes, " bytes failed: ", std::strerror(errno));
   return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
 }
@@ -80,20 +83,37 @@ std::shared_ptr<void> open_peer_file(long pid, int fd, size_t bytes, std::string
   return mapping;
 }
 
-void send_text(int fd, const std::string& text, Clock::time_point deadline,
-               const std::string& what) {
-  uint32_t len = text.size();
-  net::write_all(fd, &len, 4, deadline, what);
-  net::write_all(fd, text.data(), len, deadline, what);
+// The set-up's words with `peer`. A peer that does not answer has failed (or ended) first:
+// the error blames it (a DistError), so rgrun names that rank and shows its own message.
+template <class Io>
+auto with_peer(int peer, Io&& io) {
+  try {
+    return io();
+  } catch (const DistError&) {
+    throw;
+  } catch (const Error& e) {
+    throw DistError({FailureKind::peer_gone, peer, "shared memory set-up", 0}, e.what());
+  }
 }
 
-std::string read_text(int fd, Clock::time_point deadline, const std::string& what) {
-  uint32_t len = 0;
-  net::read_all(fd, &len, 4, deadline, what);
-  RG_CHECK(len <= kMaxMessageBytes, what, ": malformed message of ", len, " bytes");
-  std::string text(len, '\0');
-  net::read_all(fd, text.data(), len, deadline, what);
-  return text;
+void send_text(int fd, int peer, const std::string& text, Clock::time_point deadline,
+               const std::string& what) {
+  with_peer(peer, [&] {
+    uint32_t len = text.size();
+    net::write_all(fd, &len, 4, deadline, what);
+    net::write_all(fd, text.data(), len, deadline, what);
+  });
+}
+
+std::string read_text(int fd, int peer, Clock::time_point deadline, const std::string& what) {
+  return with_peer(peer, [&] {
+    uint32_t len = 0;
+    net::read_all(fd, &len, 4, deadline, what);
+    RG_CHECK(len <= kMaxMessageBytes, what, ": malformed message of ", len, " bytes");
+    std::string text(len, '\0');
+    net::read_all(fd, text.data(), len, deadline, what);
+    return text;
+  });
 }
 
 void warn_fallback(const std::string& me, int q, const std::string& why) {
@@ -148,10 +168,10 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
       out.segment[q] = rings.mapping;
       files.push_back(std::move(rings));
     }
-    send_text(data_fd[q], offer, deadline, what(q));
+    send_text(data_fd[q], q, offer, deadline, what(q));
   }
   for (int q = 0; q < rank; ++q) {  // 2. answer (as the higher rank)
-    std::istringstream offer(read_text(data_fd[q], deadline, what(q)));
+    std::istringstream offer(read_text(data_fd[q], q, deadline, what(q)));
     long their_pid = 0;
     int ring_fd = -1, bell_fd = -1;
     size_t their_capacity = 0;
@@ -165,10 +185,10 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
       if (!out.peer_bell[q]) out.segment[q].reset();
     }
     if (!why.empty()) warn_fallback(me, q, why);
-    send_text(data_fd[q], out.segment[q] ? str(pid, " ", bell.fd) : "", deadline, what(q));
+    send_text(data_fd[q], q, out.segment[q] ? str(pid, " ", bell.fd) : "", deadline, what(q));
   }
   for (int q = rank + 1; q < size; ++q) {  // 3. final (as the lower rank)
-    std::istringstream answer(read_text(data_fd[q], deadline, what(q)));
+    std::istringstream answer(read_text(data_fd[q], q, deadline, what(q)));
     long their_pid = 0;
     int bell_fd = -1;
     std::string why;
@@ -176,10 +196,10 @@ SharedRings setup_shared_rings(int rank, const std::vector<bool>& same_host,
       out.peer_bell[q] = open_peer_file(their_pid, bell_fd, sizeof(Doorbell), why);
     if (!out.peer_bell[q]) out.segment[q].reset();
     if (!why.empty()) warn_fallback(me, q, why);
-    send_text(data_fd[q], out.segment[q] ? "ok" : "", deadline, what(q));
+    send_text(data_fd[q], q, out.segment[q] ? "ok" : "", deadline, what(q));
   }
   for (int q = 0; q < rank; ++q) {  // the final word of the lower ranks
-    if (read_text(data_fd[q], deadline, what(q)) != "ok") {
+    if (read_text(data_fd[q], q, deadline, what(q)) != "ok") {
       out.segment[q].reset();
       out.peer_bell[q].reset();
     }

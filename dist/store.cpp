@@ -34,11 +34,7 @@ TcpStore::TcpStore(const std::string& host, int port, bool serve, Milliseconds t
   RG_CHECK(job_token.size() <= kMaxJobTokenBytes, "store: a job token of ", job_token.size(),
            " bytes (at most ", kMaxJobTokenBytes, ")");
   if (serve) {
-    try {
-      server_ = std::make_unique<StoreServer>(bind_address(host), port, job_token);
-    } catch (const Error& e) {
-      RG_FAIL(e.what(), " (is another job, or another rank 0, using MASTER_PORT ", port, "?)");
-    }
+    server_ = std::make_unique<StoreServer>(bind_address(host), port, job_token);
     port_ = server_->port();
   }
   try {

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/memory_limits.h"
 #include "dist/job_token.h"
 #include "dist/socket.h"
 #include "dist/store_wire.h"
@@ -225,11 +226,15 @@ struct StoreServer::State {
 StoreServer::StoreServer(const std::string& host, int port, std::string job_token)
     : state_(std::make_unique<State>()) {
   state_->token = std::move(job_token);
-  state_->listen_fd = net::listen_tcp(host, port, 1024, "store server");
+  try {
+    state_->listen_fd = net::listen_tcp(host, port, 1024, "store server");
+  } catch (const Error& e) {
+    RG_FAIL(e.what(), " (is another job, or another rank 0, using MASTER_PORT ", port, "?)");
+  }
   state_->port = net::local_port(state_->listen_fd);
   // Non-blocking: the poll loop accepts until the backlog is empty.
   ::fcntl(state_->listen_fd, F_SETFL, ::fcntl(state_->listen_fd, F_GETFL) | O_NONBLOCK);
-  state_->poll_thread = std::thread([s = state_.get()] {
+  state_->poll_thread = start_thread("store server", [s = state_.get()] {
     pthread_setname_np(pthread_self(), "rg-store");  // named for gdb, top and the tests
     s->poll_loop();
   });

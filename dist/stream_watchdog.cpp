@@ -3,12 +3,14 @@
 
 #include <chrono>
 
+#include "core/memory_limits.h"
+
 namespace rg::dist {
 
 StreamWatchdog::StreamWatchdog(OnLate on_late, std::function<void()> check)
     : on_late_(std::move(on_late)), check_(std::move(check)) {
   RG_CHECK(on_late_ != nullptr, "StreamWatchdog: on_late is empty");
-  thread_ = std::thread([this] { loop(); });
+  thread_ = start_thread("stream watchdog", [this] { loop(); });
 }
 
 StreamWatchdog::~StreamWatchdog() {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/shape_checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -14,23 +15,16 @@ namespace {
 
 Shape infer_shape(const Shape& shape, int64_t numel, const char* op, const Shape& from) {
   Shape out = shape;
-  int64_t known = 1, infer_at = -1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == -1) {
-      RG_CHECK(infer_at < 0, op, ": only one dimension can be -1, got ", shape_str(shape));
-      infer_at = static_cast<int64_t>(i);
-    } else {
-      RG_CHECK(out[i] >= 0, op, ": invalid size ", out[i], " in shape ", shape_str(shape));
-      known *= out[i];
-    }
-  }
+  const int64_t known = checked_numel(shape, op, /*one_inferred=*/true);
+  const auto minus_one = std::find(out.begin(), out.end(), -1);
+  const int64_t infer_at = minus_one == out.end() ? -1 : minus_one - out.begin();
   if (infer_at >= 0) {
     RG_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_str(shape),
              " is invalid for input of shape ", shape_str(from));
     out[infer_at] = numel / known;
   }
-  RG_CHECK(numel_of(out) == numel, op, ": shape ", shape_str(shape), " is invalid for input of shape ",
-           shape_str(from), " (", numel, " elements)");
+  RG_CHECK(numel_of(out) == numel, op, ": shape ", shape_str(shape),
+           " is invalid for input of shape ", shape_str(from), " (", numel, " elements)");
   return out;
 }
 
@@ -44,7 +38,8 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides,
   int64_t chunk_stride = strides.back(), tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= shape[d];
-    bool chunk_ends = d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_stride);
+    bool chunk_ends =
+        d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
       out[view_d] = view_numel * chunk_stride;
@@ -96,8 +91,10 @@ struct ExpandDerivative {
 Tensor view(const Tensor& x, const Shape& shape) {
   Shape target = infer_shape(shape, x.numel(), "view", x.shape());
   auto strides = view_strides(x.shape(), x.strides(), target);
-  RG_CHECK(strides.has_value(), "view: shape ", shape_str(target), " is not compatible with the "
-           "input's shape ", shape_str(x.shape()), " and strides ", shape_str(x.strides()),
+  RG_CHECK(strides.has_value(), "view: shape ", shape_str(target),
+           " is not compatible with the "
+           "input's shape ",
+           shape_str(x.shape()), " and strides ", shape_str(x.strides()),
            " (use reshape, which copies when needed)");
   Tensor out = make_view(x, target, *strides, x.offset());
   if (needs_grad({x})) record("view", out, {x}, ReshapeDerivative{x.shape()});
@@ -181,14 +178,17 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 
 Tensor expand(const Tensor& x, const Shape& shape) {
   int64_t n = static_cast<int64_t>(shape.size());
-  RG_CHECK(n >= x.dim(), "expand: target shape ", shape_str(shape), " has fewer dims than the "
-           "input's shape ", shape_str(x.shape()));
+  RG_CHECK(n >= x.dim(), "expand: target shape ", shape_str(shape),
+           " has fewer dims than the "
+           "input's shape ",
+           shape_str(x.shape()));
   Shape out_shape(n);
   Strides strides(n);
   for (int64_t i = n - 1; i >= 0; --i) {
     int64_t j = i - (n - x.dim());
     int64_t size = j >= 0 ? x.shape()[j] : 1;
     int64_t target = shape[i] == -1 ? size : shape[i];
+    RG_CHECK(shape[i] >= -1, "expand: invalid size ", shape[i], " in shape ", shape_str(shape));
     RG_CHECK(j >= 0 || shape[i] != -1, "expand: -1 not allowed for the new leading dim ", i);
     RG_CHECK(size == target || size == 1, "expand: the input's shape ", shape_str(x.shape()),
              " cannot be expanded to ", shape_str(shape), " (dim ", i, ": ", size, " vs ", target,
@@ -197,6 +197,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     strides[i] = (j >= 0 && size == target) ? x.strides()[j] : 0;
   }
   if (out_shape == x.shape()) return x;
+  checked_numel(out_shape, "expand");
   Tensor out = make_view(x, out_shape, strides, x.offset());
   if (needs_grad({x})) record("expand", out, {x}, ExpandDerivative{x.shape()});
   return out;

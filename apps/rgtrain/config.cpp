@@ -136,7 +136,7 @@ void add_training_flags(CLI::App& app, Args& a) {
                "keep training when the loss or a weight is NaN or infinite");
   app.add_option("--max-model-memory", a.max_model_memory_gib,
                  "refuse models whose weights, gradients and optimizer state need more GiB "
-                 "(0: 3/4 of this machine's memory)")
+                 "(0: 3/4 of the smallest of RAM, RLIMIT_AS and the cgroup's memory limit)")
       ->check(finite_in(0.0, 1e9));
 }
 

@@ -45,7 +45,7 @@ struct Args {
   std::string precision = "f32";        // bf16: forward under autocast (ops/autocast.h); f64
   std::string reduce_dtype = "f32";     // bf16: DDP all-reduces gradients as bf16
   bool memory_report = false;           // print peak memory by category after steps 1 and 2
-  double max_model_memory_gib = 0;      // 0: 3/4 of this machine's memory
+  double max_model_memory_gib = 0;      // 0: 3/4 of the smallest memory limit
   std::string trace, checkpoint, init, metrics, data;
   int64_t checkpoint_every = 0, threads = 0, print_every = 50, stop_after = 0;
   std::vector<std::string> compare;                           // --compare A B

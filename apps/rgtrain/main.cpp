@@ -6,8 +6,10 @@
 // setup, train_step / training (the loop), checkpoint, metrics, evaluate, verify.
 // Every rank prints its own errors as one "rgtrain: error:" line and exits 2; a rank that
 // fails tells the others through the group, so they stop at once instead of timing out.
+// Under mpirun it then calls MPI_Abort, so mpirun ends every rank (a stopped one too).
 #include <algorithm>
 #include <iostream>
+#include <new>
 
 #include "apps/rgtrain/agreement.h"
 #include "apps/rgtrain/evaluate.h"
@@ -16,7 +18,9 @@
 #include "apps/rgtrain/util.h"
 #include "apps/rgtrain/verify.h"
 #include "core/atomic_file.h"
+#include "core/memory_limits.h"
 #include "dist/dist_error.h"
+#include "dist/mpi_group.h"
 #include "nn/safetensors.h"
 
 namespace rgtrain {
@@ -78,16 +82,30 @@ int run(const Args& a) {
 }  // namespace
 }  // namespace rgtrain
 
+namespace {
+
+// The fatal error's report: the failure record (for rgrun), one "rgtrain: error:" line, and
+// under mpirun MPI_Abort, so every rank ends (a stopped one too).
+int report_fatal(const std::exception& e) {
+  rg::dist::record_failure(e);  // for rgrun (RG_ERROR_FILE): whom this rank blames
+  std::string msg = e.what();
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  std::cout << std::flush;
+  std::cerr << "rgtrain: error: " << msg << std::endl;
+  rg::dist::abort_mpi_job(2);
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   rg::remove_temp_files_on_signal();  // SIGTERM/SIGINT mid-save leave no partial checkpoint
   try {
     return rgtrain::run(rgtrain::parse_args(argc, argv));
+  } catch (const std::bad_alloc&) {  // an allocation outside the allocators, of unknown size
+    return report_fatal(rg::Error("out of memory (std::bad_alloc); the limit in force: " +
+                                  rg::describe_memory_limit()));
   } catch (const std::exception& e) {
-    rg::dist::record_failure(e);  // for rgrun (RG_ERROR_FILE): whom this rank blames
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cout << std::flush;
-    std::cerr << "rgtrain: error: " << msg << "\n";
-    return 2;
+    return report_fatal(e);
   }
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "apps/rgtrain/util.h"
+#include "core/memory_limits.h"
 #include "data/read_file.h"
 #include "nn/gpt_metadata.h"
 #include "nn/optim/fsdp_adamw.h"
@@ -54,11 +55,6 @@ void check_metadata(const rg::nn::SafetensorsMetadata& expected,
     what += (what.empty() ? "" : "; ") + b.field + " is " + b.in_file + " in the file, " +
             b.expected + " in this run (" + flag_of(b.field) + ")";
   fail(path, ": the file's metadata does not match the model: ", what);
-}
-
-double default_memory_cap_bytes() {
-  const double pages = double(sysconf(_SC_PHYS_PAGES)), page = double(sysconf(_SC_PAGESIZE));
-  return pages > 0 && page > 0 ? 0.75 * pages * page : 16.0 * (1ull << 30);
 }
 
 rg::nn::GPTConfig gpt_config(const Args& a, int64_t vocab, int64_t context) {
@@ -157,18 +153,29 @@ double parameter_copies(const Args& a, int64_t world, double parameters) {
 }
 }  // namespace
 
+// The cap, default 3/4 of the smallest memory limit in force (RAM, RLIMIT_AS, the cgroup's:
+// core/memory_limits.h), named when it was not given.
 void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world) {
   const double copies = parameter_copies(a, world, estimate_parameters(a, vocab, context));
   const double element = a.precision == "f64" ? 8 : 4;
   const double bytes = estimate_parameters(a, vocab, context) * element * copies;
-  const double cap = a.max_model_memory_gib > 0 ? a.max_model_memory_gib * (1ull << 30)
-                                                : default_memory_cap_bytes();
   const double gib = double(1ull << 30);
-  if (bytes > cap)
-    fail("the model (", fmt("%.4g", estimate_parameters(a, vocab, context)), " parameters) needs ",
-         fmt("%.3g", bytes / gib),
-         " GiB for weights, gradients and optimizer state, more than --max-model-memory ",
-         fmt("%.3g", cap / gib), " GiB");
+  const std::string needs = "the model (" + fmt("%.4g", estimate_parameters(a, vocab, context)) +
+                            " parameters) needs " + fmt("%.3g", bytes / gib) +
+                            " GiB for weights, gradients and optimizer state, more than ";
+  if (a.max_model_memory_gib > 0) {
+    if (bytes > a.max_model_memory_gib * gib)
+      fail(needs, "--max-model-memory ", fmt("%.3g", a.max_model_memory_gib), " GiB");
+    return;
+  }
+  const std::vector<rg::MemoryLimit> limits = rg::memory_limits();  // smallest first
+  if (bytes <= 0.75 * double(limits[0].bytes)) return;
+  std::string all;
+  for (const rg::MemoryLimit& l : limits)
+    all += (all.empty() ? "" : ", ") + l.source + " " + rg::bytes_str(l.bytes);
+  fail(needs, "3/4 of ", limits[0].source, " ", rg::bytes_str(limits[0].bytes),
+       ", the smallest of this process's memory limits (", all,
+       "); --max-model-memory GIB sets another cap");
 }
 
 rg::nn::SafetensorsContents load_checked(const std::string& path, const char* flag) {

@@ -27,7 +27,8 @@ void check_zero_flags(const Args& a);
 // Parameters of make_model(a, vocab, context), counted from the shapes without building it.
 double estimate_parameters(const Args& a, int64_t vocab, int64_t context);
 // Throws UsageError "... needs X GiB ..." when weights, gradients, optimizer state (and,
-// with world > 1, the DDP buckets) would exceed --max-model-memory.
+// with world > 1, the DDP buckets) would exceed --max-model-memory, or without it 3/4 of the
+// smallest memory limit in force (RAM, RLIMIT_AS, the cgroup's), which the error names.
 void check_model_memory(const Args& a, int64_t vocab, int64_t context, int64_t world);
 
 // Reads a safetensors file named by `flag` (--init, --resume), checking its kind and size

@@ -37,9 +37,12 @@ void check_same_data_order(const RunState& s, int64_t saved_world) {
 
 int64_t load(RunState& s) {
   Resumed r = resume_from_checkpoint(s.ckpt_path, s.args, s.config, *s.model, s.model_md, s.device);
+  // The id too: ranks that read other directories (or another file under the same name) at
+  // the same step would each train on from their own state.
   if (s.group)
     check_agreement(*s.group,
-                    {{"the step of --checkpoint's ckpt.safetensors", std::to_string(r.step)}});
+                    {{"the step of --checkpoint's ckpt.safetensors", std::to_string(r.step)},
+                     {"the checkpoint id of --checkpoint's ckpt.safetensors", r.id.ckpt_id()}});
   if (r.world != s.world) check_same_data_order(s, r.world);
   const int64_t step = r.step;
   s.resumed = std::move(r);

@@ -7,8 +7,9 @@
 // ckpt.safetensors, after all its bytes are on disk. Nor can the file change between rank 0's
 // look and the others' reads: no rank saves before the first training step (a collective
 // one), and rgrun starts a failed job again only after every rank of it has ended. With
-// --zero 1 the same holds for the optimizer shards: their names carry the step, and a shard
-// is removed only after a newer ckpt names others.
+// --zero 1, 2 or 3 the same holds for the optimizer shards: their names carry the writing
+// run's id and the step, and a shard is removed only after a newer ckpt names others. The
+// ranks check that they all read the same checkpoint: its step and its id.
 //
 // The world size may differ from the checkpoint's when the data order stays the same: the
 // global batch of a step is positions [s G, (s+1) G) of the epoch's permutation at any world

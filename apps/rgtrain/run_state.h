@@ -43,6 +43,7 @@ struct RunState {
   std::shared_ptr<rg::dist::TraceRecorder> trace;  // set with --trace
 
   std::string config;                        // what a checkpoint must match to be resumed
+  std::string run_id;                        // rank 0's new_run_id(), on every rank
   std::string ckpt_path;                     // empty without --checkpoint
   std::unique_ptr<DirectoryLock> ckpt_lock;  // rank 0's, on --checkpoint, for the whole run
   int64_t start_step = 0;

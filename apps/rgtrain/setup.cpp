@@ -1,6 +1,7 @@
 // setup(): builds a RunState in the order that makes every mistake cheap to report: join the
 // group, agree on the settings, check the batch split, load the data, check the model's
 // memory, then build the model, load --init or --resume, and wrap it in DDP.
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "core/parallel.h"
 #include "dist/init.h"
 #include "kernels/cuda/stream.h"
+#include "nn/optim/decay_groups.h"
 
 namespace rgtrain {
 namespace {
@@ -83,6 +85,13 @@ void load_data(RunState& s) {
   s.lr_of = {a.lr, a.lr / 10, std::min(a.warmup, a.steps - 1), a.steps};
 }
 
+// The shortest text that reads back as exactly `v` ("0.003", not "0.0030000000000000001").
+std::string exact(double v) {
+  char text[64];
+  const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+  return std::string(text, end);
+}
+
 std::string config_string(const RunState& s) {
   const Args& a = s.args;
   std::ostringstream os;
@@ -90,7 +99,14 @@ std::string config_string(const RunState& s) {
      << " width=" << a.width << " vocab=" << s.vocab << " context=" << s.context
      << " data=" << (a.data.empty() ? "addition" + std::to_string(a.digits) : a.data)
      << " optimizer=" << a.optimizer << " global_batch=" << a.global_batch
-     << " micro_batch=" << a.micro_batch << " world=" << s.world << " seed=" << a.seed;
+     << " micro_batch=" << a.micro_batch << " world=" << s.world << " seed="
+     << a.seed
+     // The optimizer's settings: resuming with others would continue another run.
+     << " lr=" << exact(a.lr) << " warmup=" << a.warmup << " beta1=" << exact(a.beta1)
+     << " beta2=" << exact(a.beta2) << " eps=" << exact(a.eps)
+     << " weight_decay=" << exact(a.weight_decay)
+     << " no_decay=" << rg::optim::to_string(rg::optim::parse_no_decay(a.no_decay))
+     << " clip=" << exact(a.clip);
   return os.str();
 }
 
@@ -161,6 +177,7 @@ void build(RunState& s) {
   else if (s.world > 1)
     rg::set_num_threads(1);  // one thread per rank: the ranks share the cores
   if (s.group) check_agreement(*s.group, shared_settings(a, s.world));
+  if (s.group) s.run_id = allgather_bytes(*s.group, s.run_id)[0];  // rank 0's, on every rank
   s.device = rg::Device(a.device);
   rg::set_allow_tf32(a.tf32);
   if (a.memory_budget.empty()) {
@@ -188,6 +205,7 @@ RunState setup(const Args& a) {
   RunState s;
   s.args = a;
   join_group(s);
+  s.run_id = new_run_id();
   try {
     build(s);
   } catch (const std::exception& e) {

@@ -40,16 +40,19 @@ StepResult run_step(RunState& s, StepContext& c, int64_t step, GraphedSteps* gra
 
 // Every rank: with a sharded optimizer state (--zero 1, 2, 3) each writes its shard first
 // (collective); then rank 0 commits the ckpt that names them, with the whole weights (under
-// --zero 3 gathered for it by every rank).
+// --zero 3 gathered for it by every rank). Every file carries the checkpoint's identity: this
+// run's id, the step, and the optimizer's step count (equal on every rank when sharded).
 void save(RunState& s, int64_t step) {
   if (s.ckpt_path.empty()) return;
   const bool sharded = s.opt->state_is_sharded();
-  if (sharded) save_zero_shard(s.ckpt_path, *s.opt, step, *s.group);
+  const CheckpointIdentity id{s.run_id, step, optimizer_step_of(s.opt->state_dict())};
+  std::vector<ShardRecord> shards;
+  if (sharded) shards = save_zero_shard(s.ckpt_path, *s.opt, id, *s.group);
   with_full_parameters(s, [&] {
     if (!s.lead) return;
     save_checkpoint(s.ckpt_path, *s.model, s.model_md, *s.opt, s.config,
                     {step, s.schedule->epoch_of(step), s.schedule->offset_of(step)}, s.args.seed,
-                    sharded ? s.world : 0);
+                    id, shards);
   });
 }
 

@@ -52,7 +52,7 @@ int64_t load_step(const nn::StateDict& dict, const char* who) {
 // Copies the overlap of every saved piece of the segment's parameter into the segment.
 void load_segment(const nn::StateDict& dict, const Segment& s, const Tensor& exp_avg,
                   const Tensor& exp_avg_sq, const char* who) {
-  int64_t covered = 0;  // elements, counted on exp_avg
+  int64_t covered[2] = {0, 0};  // elements of exp_avg and of exp_avg_sq
   for (const auto& [name, tensor] : dict) {
     std::optional<PieceKey> piece_key = parse_key(name);
     if (!piece_key || piece_key->param != s.param) continue;
@@ -67,11 +67,14 @@ void load_segment(const nn::StateDict& dict, const Segment& s, const Tensor& exp
     if (lo >= hi) continue;
     dist::copy_buffer(dist::flat_slice(moment, s.shard_offset + lo - s.param_offset, hi - lo),
                       dist::flat_slice(piece, lo - piece_key->offset, hi - lo));
-    if (piece_key->moment == "exp_avg") covered += hi - lo;
+    covered[piece_key->moment == "exp_avg" ? 0 : 1] += hi - lo;
   }
-  RG_CHECK(covered == s.length, who, ".load_state_dict: the saved pieces cover ", covered,
-           " of the ", s.length, " elements from ", s.param_offset, " of parameter ", s.param,
-           " (a rank's state dict is missing from the merge?)");
+  const char* moments[2] = {"exp_avg", "exp_avg_sq"};
+  for (int m = 0; m < 2; ++m)
+    RG_CHECK(covered[m] == s.length, who, ".load_state_dict: the saved ", moments[m],
+             " pieces cover ", covered[m], " of the ", s.length, " elements from ", s.param_offset,
+             " of parameter ", s.param,
+             " (a rank's state dict is missing from the merge, or a piece was renamed?)");
 }
 
 }  // namespace rg::optim::moment_pieces

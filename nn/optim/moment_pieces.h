@@ -21,7 +21,8 @@ nn::StateDict merge(const std::vector<nn::StateDict>& ranks);
 int64_t load_step(const nn::StateDict& dict, const char* who);
 // One segment: elements [param_offset, param_offset + length) of parameter `param` go to
 // [shard_offset, shard_offset + length) of exp_avg and exp_avg_sq, from every saved piece
-// that overlaps them. Throws naming `who`, the parameter and the elements no piece covers.
+// that overlaps them. Throws naming `who`, the moment, the parameter and the elements no piece
+// covers (each moment is counted on its own: a missing exp_avg_sq piece is seen too).
 struct Segment {
   size_t param;
   int64_t param_offset, shard_offset, length;

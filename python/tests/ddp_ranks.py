@@ -8,6 +8,9 @@
                                                    batch in this process
     python ddp_ranks.py killed                     rank 1 kills itself; the others' all_reduce
                                                    raises, and they print what it said
+    python ddp_ranks.py broadcast_roots            each rank broadcasts with src = its own rank;
+                                                   each prints what broadcast raised (or what it
+                                                   returned)
 """
 import os
 import signal
@@ -82,10 +85,23 @@ def killed():
     print("all_reduce returned", flush=True)
 
 
+def broadcast_roots():
+    rank = dist.get_rank()
+    t = rg.full([10], float(rank))
+    try:
+        dist.broadcast(t, src=rank)
+    except RuntimeError as e:
+        print(f"rank {rank} caught RuntimeError: {e}", flush=True)
+        sys.exit(3)
+    print(f"rank {rank}: broadcast returned {t.numpy().tolist()[0]}", flush=True)
+
+
 if __name__ == "__main__":
     dist.init_process_group("tcp")
     if sys.argv[1] == "equivalence":
         equivalence(int(sys.argv[2]))
+    elif sys.argv[1] == "broadcast_roots":
+        broadcast_roots()
     else:
         killed()
     dist.destroy_process_group()

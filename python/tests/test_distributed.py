@@ -43,6 +43,17 @@ def test_a_killed_rank_raises_in_the_others():
     assert "rank 1" in caught.group(1)
 
 
+@needs_rgrun
+def test_ranks_that_broadcast_from_different_roots_fail_naming_the_mismatch():
+    run = launch(2, "broadcast_roots")
+    assert run.returncode != 0, run.stdout + run.stderr
+    assert "broadcast returned" not in run.stdout
+    caught = re.findall(r"rank (\d) caught RuntimeError: (.*)", run.stdout)
+    assert caught, run.stdout + run.stderr
+    assert any("mismatched collectives" in message and "from root" in message
+               for _, message in caught), run.stdout
+
+
 def test_distributed_needs_init_first():
     assert not dist.is_initialized()
     with pytest.raises(RuntimeError, match="init_process_group"):

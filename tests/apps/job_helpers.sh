@@ -25,6 +25,7 @@ hasnt() { ! grep -qF -- "$2" "$1"; }
 start_job() {
   local name=$1
   shift
+  : >"$TMP/$name.out"  # there before the first wait_for looks
   env "$@" >"$TMP/$name.out" 2>&1 &
   JOB=$!
   OUT="$TMP/$name.out"

@@ -5,7 +5,10 @@
 #   - a bad --backend value is refused naming the flag and the value;
 #   - ranks started with different settings fail, naming the setting (the agreement check);
 #   - kill -9 of one rank stops the whole job (mpirun exits nonzero), and mpirun's output
-#     names that rank.
+#     names that rank;
+#   - kill -STOP of rank 1 (2 and 3 ranks, and under --zero 3): rank 0 times out naming it,
+#     calls MPI_Abort, and mpirun ends every rank, the stopped one included (it used to wait
+#     in MPI_Finalize for ever).
 # Waits are bounded by LIMIT seconds; nothing asserts on time.
 set -u
 MPIRUN=$1
@@ -13,8 +16,9 @@ RGTRAIN=$2
 source "$(dirname "${BASH_SOURCE[0]}")/job_helpers.sh"  # TMP, FAILS, ok, bad, expect, has
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RG_DIST_TIMEOUT=20
 LIMIT=60
-TINY=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2
-      --eval-every 0 --warmup 2 --threads 1)
+COMMON=(--layers 1 --heads 2 --width 16 --digits 1 --micro-batch 2 --eval-every 0 --warmup 2
+        --threads 1)
+TINY=("${COMMON[@]}" --global-batch 8)
 
 # ---- 4 ranks over MPI equal one process on the whole batch
 "$MPIRUN" -np 4 --oversubscribe "$RGTRAIN" --backend mpi --verify --precision f64 --steps 3 \
@@ -44,22 +48,64 @@ expect "mpi: ranks with different --seed: mpirun exits nonzero ($rc)" [ "$rc" !=
 expect "mpi: ranks with different --seed: named" \
   has "$TMP/seed.out" "the ranks disagree on --seed: rank 0: 1; rank 1: 2"
 
+# rank_of_mpi_job R: the pid of rank R among mpirun's children
+rank_of_mpi_job() {
+  local p
+  for p in $(pgrep -P "$JOB"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
+  done
+}
+# job_ends: true once mpirun has ended (within LIMIT seconds), false while it still runs
+job_ends() {
+  local i
+  for ((i = 0; i < LIMIT * 10; ++i)); do
+    kill -0 "$JOB" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  ! kill -0 "$JOB" 2>/dev/null
+}
+
+# ---- kill -STOP rank 1: the others time out naming it, and mpirun ends the whole job
+stopped_rank_ends_job() {  # stopped_rank_ends_job NAME RANKS [RGTRAIN FLAGS...]
+  local name=$1 np=$2 victim i rc p
+  shift 2
+  start_job "$name" RG_DIST_TIMEOUT=6 "$MPIRUN" -np "$np" --oversubscribe "$RGTRAIN" \
+    --backend mpi --steps 1000000 --print-every 20 "${COMMON[@]}" --global-batch $((4 * np)) "$@"
+  victim=
+  wait_for "step 20/" && victim=$(rank_of_mpi_job 1)
+  if [ -z "$victim" ]; then
+    bad "$name: training did not start, or rank 1 not found: $(tail -c 2000 "$OUT")"
+    kill -KILL "$JOB" 2>/dev/null
+    return
+  fi
+  kill -STOP "$victim"
+  if ! job_ends; then
+    bad "$name: mpirun still runs $LIMIT s after rank 1 was stopped: $(tail -c 1500 "$OUT")"
+    for p in $(pgrep -P "$JOB"); do kill -KILL "$p"; done
+    kill -KILL "$JOB" 2>/dev/null
+    return
+  fi
+  wait "$JOB"
+  rc=$?
+  expect "$name: mpirun exits nonzero ($rc)" [ "$rc" != 0 ]
+  expect "$name: rank 0 names the stopped rank 1" grep -q "timed out after 6000 ms waiting for rank 1" "$OUT"
+  for ((i = 0; i < 100; ++i)); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+  expect "$name: the stopped rank is gone too" bash -c "! kill -0 $victim 2>/dev/null"
+}
+LIMIT=90
+stopped_rank_ends_job "stop rank 1 of 2" 2
+stopped_rank_ends_job "stop rank 1 of 3" 3
+stopped_rank_ends_job "stop rank 1 of 2 under --zero 3" 2 --zero 3
+LIMIT=60
+
 # ---- kill -9 one rank: mpirun stops the job and names the rank
 start_job kill "$MPIRUN" -np 4 --oversubscribe "$RGTRAIN" --backend mpi --steps 1000000 \
   --print-every 20 "${TINY[@]}"
 victim=
-if wait_for "step 20/"; then
-  for p in $(pgrep -P "$JOB"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2" && victim=$p
-  done
-fi
+wait_for "step 20/" && victim=$(rank_of_mpi_job 2)
 if [ -n "$victim" ]; then
   kill -KILL "$victim"
-  for ((i = 0; i < LIMIT * 10; ++i)); do
-    kill -0 "$JOB" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$JOB" 2>/dev/null; then
+  if ! job_ends; then
     bad "kill -9 rank 2: mpirun still runs after $LIMIT s"
   else
     wait "$JOB"

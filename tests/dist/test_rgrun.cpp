@@ -452,6 +452,20 @@ TEST_CASE("rgrun names a rank of another node from this node's failure records")
   CHECK(contains(run.output, "rgrun: rank 1 failed on another node (the ranks here lost it)"));
 }
 
+TEST_CASE("rgrun's last line shows the failing rank's own message from its record") {
+  Run run =
+      run_command({path_of("RGRUN"), "--nproc-per-node", "2", "--grace", "1", "--", "/bin/sh", "-c",
+                   "if [ \"$RANK\" = 1 ]; then printf '{\"kind\":\"local\",\"blamed_rank\":-1,"
+                   "\"message\":\"could not start a thread\\\\nnamed here\"}' >\"$RG_ERROR_FILE\"; "
+                   "exit 3; fi; sleep 30"},
+                  std::chrono::seconds(40));
+  INFO(run.output);
+  CHECK(run.exit_code == 3);
+  CHECK(contains(run.output,
+                 "rgrun: rank 1 exited with code 3 (its error: could not start a "
+                 "thread named here); the other ranks were stopped"));
+}
+
 TEST_CASE("each rank gets its own RG_ERROR_FILE in a directory rgrun removes at exit") {
   Run run = run_command({path_of("RGRUN"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
                          "echo file=$RG_ERROR_FILE"},

@@ -252,6 +252,37 @@ TEST_CASE("a collective called with another count or kind on one rank is reporte
   }
 }
 
+TEST_CASE("ranks that broadcast from different roots fail as mismatched collectives") {
+  Options options;
+  options.timeout = Milliseconds(20000);  // a mismatch, never the timeout, must end it
+  for (int world : {2, 3}) {
+    // Every rank its own root (each would only send), then ranks 0 and 1 both roots (2 listens).
+    for (bool all_roots : {true, false}) {
+      if (world == 2 && !all_roots) continue;
+      CAPTURE(world);
+      CAPTURE(all_roots);
+      std::atomic<int> returned{0};
+      try {
+        run_threads(
+            world,
+            [&](ProcessGroup& pg) {
+              Tensor t = make_input(DType::f32, 10, pg.rank());
+              const int root = all_roots ? pg.rank() : std::min(pg.rank(), 1);
+              pg.broadcast(t, root)->wait();
+              returned++;
+            },
+            options);
+        FAIL("no error");
+      } catch (const Error& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find("mismatched collectives") != std::string::npos);
+        CHECK(std::string(e.what()).find("from root") != std::string::npos);
+      }
+      CHECK(returned < world);
+    }
+  }
+}
+
 TEST_CASE("a rank that never arrives makes the others fail within the timeout, naming it") {
   Options options;
   options.timeout = Milliseconds(1000);

@@ -5,6 +5,7 @@
 // merge_state_dicts on all three.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <memory>
 
 #include "dist/threads_group.h"
@@ -178,13 +179,21 @@ TEST_CASE("ZeroAdamW (2 ranks): the norm over the shards, clipping and step(scal
       CHECK(values(folded[r].params[i]) == values(zero[r].params[i]));
 }
 
-TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pieces") {
-  const std::vector<RankView> zero = run(true, 0.5, true);
+// Runs fn with a ZeroAdamW of one rank (its state loaded from the 2 ranks' dicts by fn).
+template <class Fn>
+void with_one_rank_zero_adamw(Fn&& fn) {
   dist::run_threads(1, [&](dist::ProcessGroup& group) {
     nn::DDPOptions o;
     o.zero_stage = 1;
     nn::DistributedDataParallel ddp(mlp(), group, o);
     ZeroAdamW opt(ddp);
+    fn(opt);
+  });
+}
+
+TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pieces") {
+  const std::vector<RankView> zero = run(true, 0.5, true);
+  with_one_rank_zero_adamw([&](ZeroAdamW& opt) {
     const nn::StateDict merged = opt.merge_state_dicts({zero[0].state, zero[1].state});
     CHECK(merged.size() + 1 == zero[0].state.size() + zero[1].state.size());  // one "step"
     for (const RankView& v : zero)
@@ -192,5 +201,24 @@ TEST_CASE("ZeroAdamW (2 ranks): merge_state_dicts is the union of the ranks' pie
     opt.load_state_dict(merged);  // at world 1 the pieces cover every element
     CHECK(opt.state_dict().find("step") != nullptr);
     CHECK(opt.state_is_sharded());
+  });
+}
+
+TEST_CASE("ZeroAdamW: a state whose exp_avg_sq (or exp_avg) piece is missing is refused") {
+  const std::vector<RankView> zero = run(true, 0.5, true);
+  with_one_rank_zero_adamw([&](ZeroAdamW& opt) {
+    for (const char* moment : {".exp_avg_sq", ".exp_avg"}) {
+      CAPTURE(moment);
+      nn::StateDict merged = opt.merge_state_dicts({zero[0].state, zero[1].state});
+      std::string dropped;
+      for (const std::string& name : merged.keys())
+        if (name.size() > std::strlen(moment) &&
+            name.compare(name.size() - std::strlen(moment), std::string::npos, moment) == 0)
+          dropped = name;
+      REQUIRE(!dropped.empty());
+      merged.erase(dropped);  // as if the piece had been renamed
+      const std::string expected = std::string("the saved ") + (moment + 1) + " pieces cover";
+      CHECK_THROWS_WITH_AS(opt.load_state_dict(merged), doctest::Contains(expected.c_str()), Error);
+    }
   });
 }

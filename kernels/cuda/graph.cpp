@@ -1,6 +1,6 @@
-// See graph.h. The capture registry (which stream of which device captures) is what the
-// devices' host-synchronous operations consult to refuse themselves; the memory pool is the
-// caching allocator's, routed to by begin_pool/end_pool around the capture.
+// See graph.h. The capture registry and its rules (capture_rules.h) are what the devices'
+// host-synchronous operations consult to refuse themselves; the memory pool is the caching
+// allocator's, routed to by begin_pool/end_pool around the capture.
 #include "kernels/cuda/graph.h"
 
 #include <atomic>
@@ -20,22 +20,8 @@ namespace rg::gpu {
 namespace {
 
 constexpr int kMaxIndex = 16;
-std::mutex g_registry_mutex;
-void* g_capturing[kNumDeviceTypes][kMaxIndex] = {};  // the capturing stream, or null
-std::atomic<bool> g_any_capture{false};              // fast path of check_not_capturing
 std::atomic<uint64_t> g_next_pool{1};
 std::atomic<uint64_t> g_replays{0};
-
-void*& registry_slot(Device d) { return g_capturing[static_cast<int>(d.type)][d.index]; }
-
-void set_capturing(Device d, void* stream) {
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  registry_slot(d) = stream;
-  bool any = false;
-  for (auto& type : g_capturing)
-    for (void* s : type) any = any || s;
-  g_any_capture = any;
-}
 
 CachingAllocator& allocator_of(Device d) {
 #if RG_WITH_CUDA
@@ -57,11 +43,14 @@ struct Graph::Impl {
   cudaGraphExec_t exec = nullptr;
 #endif
 
-  // Stops capturing; keeps the recording when `keep` (else drops it, as after an error).
+  // Stops capturing; keeps the recording when `keep` and nothing invalidated it (else drops
+  // it, as after an error). Throws (cudaErrorStreamCaptureInvalidated) when `keep` and an
+  // unsafe call invalidated the capture.
   void stop(bool keep) {
+    const std::string invalidated_by = unregister_capture(stream.device, !keep);
     capturing = false;
-    set_capturing(stream.device, nullptr);
     allocator_of(stream.device).end_pool(stream.handle);
+    keep = keep && invalidated_by.empty();
 #if RG_WITH_CUDA
     if (stream.device.is_cuda()) {
       cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream.handle), &graph);
@@ -69,17 +58,20 @@ struct Graph::Impl {
         if (graph) cudaGraphDestroy(graph);
         graph = nullptr;
         cudaGetLastError();
-        return;
+      } else {
+        CUDA_CHECK(e);
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
       }
-      CUDA_CHECK(e);
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      captured = true;
-      return;
     }
 #endif
-    sim::end_capture(stream.handle);
+    if (stream.device.is_sim()) sim::end_capture(stream.handle);
     if (!keep) work.clear();
     captured = keep;
+    RG_CHECK(invalidated_by.empty(),
+             "Graph::capture_end: cudaErrorStreamCaptureInvalidated: the "
+             "capture on ",
+             stream.device.str(), ":", stream.device.index, " was invalidated by ", invalidated_by,
+             " during it; nothing is captured");
   }
 };
 
@@ -94,7 +86,7 @@ Graph::~Graph() {
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);
 }
 
-void Graph::capture_begin(const Stream& stream) {
+void Graph::capture_begin(const Stream& stream, CaptureMode mode) {
   const Device d = stream.device;
   RG_CHECK(d.is_sim() || d.is_cuda(), "Graph::capture_begin: device ", d,
            " has no streams to capture (sim or cuda only)");
@@ -107,19 +99,23 @@ void Graph::capture_begin(const Stream& stream) {
   impl_->stream = stream;
   impl_->pool = g_next_pool++;
   allocator_of(d).begin_pool(stream.handle, impl_->pool);
+  register_capture(stream, mode);
   try {
 #if RG_WITH_CUDA
+    static constexpr cudaStreamCaptureMode kCuda[] = {cudaStreamCaptureModeGlobal,
+                                                      cudaStreamCaptureModeThreadLocal,
+                                                      cudaStreamCaptureModeRelaxed};
     if (d.is_cuda())
       CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle),
-                                        cudaStreamCaptureModeThreadLocal));
+                                        kCuda[static_cast<int>(mode)]));
 #endif
     if (d.is_sim()) sim::begin_capture(stream.handle, &impl_->work);
   } catch (...) {
+    unregister_capture(d, true);
     allocator_of(d).end_pool(stream.handle);
     throw;
   }
   impl_->capturing = true;
-  set_capturing(d, stream.handle);
 }
 
 void Graph::capture_end() {
@@ -160,12 +156,12 @@ bool Graph::capturing() const { return impl_->capturing; }
 Device Graph::device() const { return impl_->stream.device; }
 size_t Graph::recorded_work() const { return impl_->work.size(); }
 
-GraphCapture::GraphCapture(Graph& graph, Device device)
-    : GraphCapture(graph, current_stream(device)) {}
+GraphCapture::GraphCapture(Graph& graph, Device device, CaptureMode mode)
+    : GraphCapture(graph, current_stream(device), mode) {}
 
-GraphCapture::GraphCapture(Graph& graph, const Stream& stream)
+GraphCapture::GraphCapture(Graph& graph, const Stream& stream, CaptureMode mode)
     : graph_(graph), exceptions_(std::uncaught_exceptions()) {
-  graph_.capture_begin(stream);
+  graph_.capture_begin(stream, mode);
 }
 
 GraphCapture::~GraphCapture() noexcept(false) {
@@ -176,34 +172,21 @@ GraphCapture::~GraphCapture() noexcept(false) {
     graph_.capture_end();
 }
 
-bool is_capturing(Device d) {
-  if (!g_any_capture || d.is_cpu() || d.index < 0 || d.index >= kMaxIndex) return false;
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  return registry_slot(d) != nullptr;
-}
-
 void check_not_capturing(Device d, const char* operation) {
-  if (!is_capturing(d)) return;
-  const Stream compute = compute_stream(d);
-  void* s;
-  {
-    std::lock_guard<std::mutex> lock(g_registry_mutex);
-    s = registry_slot(d);
-  }
+  void* s = capturing_stream_of(d);
+  if (!s) return;
   RG_FAIL(operation, " is not allowed while stream ",
-          s == compute.handle ? std::string("compute") : str(s), " of ", d.str(), ":", d.index,
-          " is capturing a graph (it needs the host; do it before capture_begin or after "
-          "capture_end)");
+          s == compute_stream(d).handle ? std::string("compute") : str(s), " of ", d.str(), ":",
+          d.index, " is capturing a graph (do it before capture_begin or after capture_end)");
 }
 
 void check_copy_not_capturing(Device dst, Device src) {
-  if (!g_any_capture) return;
   if (dst.is_cpu())
-    check_not_capturing(src, "a synchronous device-to-host copy (.item(), .to(cpu))");
+    check_unsafe_call("a synchronous device-to-host copy (.item(), .to(cpu))");
   else if (src.is_cpu())
-    check_not_capturing(dst, "a synchronous host-to-device copy (a tensor from host values)");
+    check_unsafe_call("a synchronous host-to-device copy (a tensor from host values)");
   else
-    check_not_capturing(dst, "a synchronous device copy");
+    check_unsafe_call("a synchronous device copy");
 }
 
 uint64_t graph_replays() { return g_replays; }

@@ -48,7 +48,7 @@ Stream compute_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::compute_stream(d.index)};
 #endif
-  return Stream{d, sim::kComputeStream};
+  return Stream{d, sim::compute_token(d.index)};
 }
 
 Stream comm_stream(Device d) {
@@ -56,7 +56,7 @@ Stream comm_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::comm_stream(d.index)};
 #endif
-  return Stream{d, sim::kCommStream};
+  return Stream{d, sim::comm_token(d.index)};
 }
 
 Stream current_stream(Device d) {
@@ -74,7 +74,7 @@ bool current_stream_defers_host_access(Device d) {
 }
 
 void synchronize(const Stream& s) {
-  check_not_capturing(s.device, "stream synchronize");
+  check_stream_not_capturing(s, "stream synchronize");
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
 #endif
@@ -145,7 +145,7 @@ void Event::wait(const Stream& s) const {
 }
 
 void Event::synchronize() const {
-  check_not_capturing(device_, "event synchronize");
+  check_unsafe_call("event synchronize");
 #if RG_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif
@@ -154,6 +154,7 @@ void Event::synchronize() const {
 }
 
 bool Event::query() const {
+  check_unsafe_call("event query (cudaEventQuery)");
 #if RG_WITH_CUDA
   if (handle_) {
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(handle_));

@@ -19,7 +19,7 @@ namespace rg::gpu {
 
 struct Stream {
   Device device;
-  void* handle = nullptr;  // cudaStream_t on cuda; null on sim
+  void* handle = nullptr;  // cudaStream_t on cuda; a token naming the device on sim
 };
 
 Stream compute_stream(Device device);

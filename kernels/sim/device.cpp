@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/capture_checked_device.h"
+#include "kernels/cuda/capture_rules.h"
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
@@ -28,9 +29,11 @@ size_t host_memory(int) {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
-// With sim-check, each block has red zones of check::kRedZone bytes on both sides, so an
-// overrun lands in memory sim-check knows, not in a neighbouring block.
-void* raw_allocate(size_t n, int) {
+// sim's cudaMalloc. As on a GPU it is a potentially unsafe call while a stream captures
+// (kernels/cuda/capture_rules.h). With sim-check, each block has red zones of check::kRedZone
+// bytes on both sides, so an overrun lands in memory sim-check knows, not in a neighbouring block.
+void* raw_allocate(size_t n, int index) {
+  gpu::check_unsafe_call(str("cudaMalloc(", n, " bytes) on sim:", index).c_str());
   n = (n + 255) & ~size_t(255);
   if (!check::instrumented()) return std::aligned_alloc(256, n);
   auto* base = static_cast<char*>(std::aligned_alloc(256, n + 2 * check::kRedZone));

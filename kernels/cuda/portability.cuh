@@ -44,6 +44,7 @@ using gpu_stream_t = cudaStream_t;
 // ======================================================================== g++: the sim device
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/interpreter.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 
 #define RG_SIM 1
@@ -168,6 +169,10 @@ inline int atomicMax(int* a, int v) {
   return old;
 }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// A device fault: ends the launch and poisons its device (kernels/sim/sticky_error.h).
+[[noreturn]] inline void __trap(::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  ::rg::sim::trap(site);
+}
 
 // ---- math intrinsics that <cmath> lacks
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
@@ -238,6 +243,7 @@ void run_on_sim(void (*kernel)(Params...), const sim::LaunchSpec& spec,
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
 #if RG_SIM
+  sim::check_sticky_error(sim::device_of_token(cfg.stream), "launch", cfg.name);
   sim::count_launch();
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   sim::LaunchSpec spec;
@@ -247,6 +253,7 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;
   spec.uses_sync = cfg.uses_sync;
+  spec.stream = cfg.stream;
   if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(spec.entry);
   if (sim::is_delayed(cfg.stream)) {
     sim::enqueue(cfg.stream,

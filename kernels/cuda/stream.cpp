@@ -10,6 +10,7 @@
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/graph.h"
 #include "kernels/sim/device.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
 #include <cuda_runtime.h>
@@ -78,7 +79,10 @@ void synchronize(const Stream& s) {
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
 #endif
-  if (s.device.is_sim()) sim::drain(s.handle);
+  if (s.device.is_sim()) {
+    sim::check_sticky_error(s.device.index, "cudaStreamSynchronize");
+    sim::drain(s.handle);
+  }
   count_host_sync(s.device);
   check_device_errors(s.device);
 }
@@ -126,6 +130,7 @@ void Event::record(const Stream& s) {
     return;
   }
 #endif
+  sim::check_sticky_error(device_.index, "cudaEventRecord");
   sim_stream_ = s.handle;
   sim_ticket_ = sim::ticket(s.handle);
   host_time_ms_ = now_ms();
@@ -149,7 +154,10 @@ void Event::synchronize() const {
 #if RG_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif
-  if (!handle_) sim::run_until(sim_stream_, sim_ticket_);
+  if (!handle_) {
+    sim::check_sticky_error(device_.index, "cudaEventSynchronize");
+    sim::run_until(sim_stream_, sim_ticket_);
+  }
   count_host_sync(device_);
 }
 
@@ -163,6 +171,7 @@ bool Event::query() const {
     return true;
   }
 #endif
+  sim::check_sticky_error(device_.index, "cudaEventQuery");
   return sim::reached(sim_stream_, sim_ticket_);
 }
 

@@ -19,6 +19,7 @@
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
@@ -34,6 +35,7 @@ size_t host_memory(int) {
 // bytes on both sides, so an overrun lands in memory sim-check knows, not in a neighbouring block.
 void* raw_allocate(size_t n, int index) {
   gpu::check_unsafe_call(str("cudaMalloc(", n, " bytes) on sim:", index).c_str());
+  check_sticky_error(index, "cudaMalloc");
   n = (n + 255) & ~size_t(255);
   if (!check::instrumented()) return std::aligned_alloc(256, n);
   auto* base = static_cast<char*>(std::aligned_alloc(256, n + 2 * check::kRedZone));
@@ -94,6 +96,7 @@ void register_sim_device() {
   d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = [](void* dst, Device dst_device, const void* src, Device src_device, size_t n) {
     Device side = dst_device.is_sim() ? dst_device : src_device;
+    check_sticky_error(side.index, "cudaMemcpy");
     if (sim::delayed_streams()) drain(gpu::current_stream(side).handle);
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);
@@ -101,6 +104,7 @@ void register_sim_device() {
     if (dst_device.is_cpu()) gpu::check_device_errors(side);
   };
   d.synchronize = [](int index) {
+    check_sticky_error(index, "cudaDeviceSynchronize");
     drain_all();
     gpu::count_host_sync(Device(DeviceType::sim, index));
     gpu::check_device_errors(Device(DeviceType::sim, index));

@@ -18,6 +18,8 @@
 #include "core/error.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/fiber_switch.h"
+#include "kernels/sim/sticky_error.h"
+#include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
 
@@ -387,7 +389,10 @@ void opt_in_dynamic_shared(const void* entry) {
   a.bytes.try_emplace(entry, kMaxSharedBytesOptin);
 }
 
+const LaunchSpec* current_launch() { return worker().spec; }
+
 void run_grid(const LaunchSpec& spec, KernelBody body) {
+  check_sticky_error(device_of_token(spec.stream), "launch", spec.name);
   check_launch(spec);
   Worker& w = worker();
   RG_CHECK(w.mode == Mode::idle, "sim: kernel '", spec.name, "' launched from inside kernel '",

@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "kernels/builtin.h"
 #include "kernels/cuda/graph.h"
 #include "kernels/sim/stream_queue.h"
 #include "ringgrad.h"
@@ -169,9 +170,10 @@ TEST_CASE("sim graph: filling a pool queries no event of a block freed on anothe
   sim::DelayedStreamsScope delayed;  // the communication stream's work waits: events pend
   const gpu::Stream comm = gpu::comm_stream(kSim);
   Tensor used = input(8, {4096});
+  Tensor copy = empty({4096}, DType::f32, kSim);
   {
     gpu::StreamGuard on_comm(comm);
-    Tensor copy = mul(used, used);  // queued on comm, reads `used`
+    kernel_table(DeviceType::sim).copy(copy, used);  // queued on comm, reads `used`
   }
   gpu::record_stream(used, comm);
   used = Tensor();  // pending on comm's event

@@ -1,13 +1,10 @@
 // The sim device: device memory is host memory served by the same caching allocator as
-// cuda (aligned malloc underneath), copies are memcpy, and streams run in order on the
-// calling thread, so synchronize has nothing to wait for -- except in delayed-stream mode
-// (stream_queue.h), where a synchronous copy first runs what its stream has queued. Registered by
-// register_builtin_backends (kernels/builtin.h).
+// cuda (device_memory.cpp underneath: aligned malloc, capped by RG_SIM_DEVICE_MEMORY), copies
+// are memcpy, and streams run in order on the calling thread, so synchronize has nothing to
+// wait for -- except in delayed-stream mode (stream_queue.h), where a synchronous copy first
+// runs what its stream has queued. Registered by register_builtin_backends (kernels/builtin.h).
 #include "kernels/sim/device.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -15,7 +12,6 @@
 
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/capture_checked_device.h"
-#include "kernels/cuda/capture_rules.h"
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
@@ -26,35 +22,11 @@ namespace rg::sim {
 
 namespace {
 
-size_t host_memory(int) {
-  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
-// sim's cudaMalloc. As on a GPU it is a potentially unsafe call while a stream captures
-// (kernels/cuda/capture_rules.h). With sim-check, each block has red zones of check::kRedZone
-// bytes on both sides, so an overrun lands in memory sim-check knows, not in a neighbouring block.
-void* raw_allocate(size_t n, int index) {
-  gpu::check_unsafe_call(str("cudaMalloc(", n, " bytes) on sim:", index).c_str());
-  check_sticky_error(index, "cudaMalloc");
-  n = (n + 255) & ~size_t(255);
-  if (!check::instrumented()) return std::aligned_alloc(256, n);
-  auto* base = static_cast<char*>(std::aligned_alloc(256, n + 2 * check::kRedZone));
-  if (!base) return nullptr;
-  check::on_raw_alloc(base + check::kRedZone, n);
-  return base + check::kRedZone;
-}
-
-void raw_release(void* p, int) {
-  if (!check::instrumented()) return std::free(p);
-  check::on_raw_free(p);
-  std::free(static_cast<char*>(p) - check::kRedZone);
-}
-
 gpu::RawMemory raw_host_memory() {
   gpu::RawMemory raw;
   raw.allocate = raw_allocate;
   raw.release = raw_release;
-  raw.total = host_memory;
+  raw.total = total_memory;
   raw.record_event = record_queue_event;
   raw.event_done = queue_event_done;
   raw.event_synchronize = queue_event_synchronize;
@@ -127,7 +99,5 @@ gpu::CachingAllocator& allocator(int index) {
         std::make_unique<gpu::CachingAllocator>(str("sim:", index), raw_host_memory(), index);
   return *slots[index];
 }
-
-size_t total_memory(int index) { return host_memory(index); }
 
 }  // namespace rg::sim

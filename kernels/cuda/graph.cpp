@@ -4,8 +4,10 @@
 #include "kernels/cuda/graph.h"
 
 #include <atomic>
-#include <mutex>
+#include <utility>
+#include <vector>
 
+#include "kernels/cuda/device_errors.h"
 #include "kernels/sim/device.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
@@ -37,7 +39,8 @@ struct Graph::Impl {
   bool capturing = false;
   bool captured = false;
   uint64_t pool = 0;
-  sim::WorkList work;  // sim: the recording
+  std::vector<ErrorSlot> error_slots;  // of the kernels captured (device_errors.h)
+  sim::WorkList work;                  // sim: the recording
 #if RG_WITH_CUDA
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -51,6 +54,8 @@ struct Graph::Impl {
     capturing = false;
     allocator_of(stream.device).end_pool(stream.handle);
     keep = keep && invalidated_by.empty();
+    error_slots = take_captured_error_slots(stream.device);
+    if (!keep) release_error_slots(stream.device, std::exchange(error_slots, {}));
 #if RG_WITH_CUDA
     if (stream.device.is_cuda()) {
       cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream.handle), &graph);
@@ -84,6 +89,7 @@ Graph::~Graph() {
   if (impl_->graph) cudaGraphDestroy(impl_->graph);
 #endif
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);
+  release_error_slots(impl_->stream.device, impl_->error_slots);
 }
 
 void Graph::capture_begin(const Stream& stream, CaptureMode mode) {
@@ -96,6 +102,7 @@ void Graph::capture_begin(const Stream& stream, CaptureMode mode) {
            " out of range");
   RG_CHECK(!is_capturing(d), "Graph::capture_begin: a stream of ", d, " is already capturing");
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);  // aborted before
+  prepare_error_slots(d);  // before the capture: making the ring copies from the host
   impl_->stream = stream;
   impl_->pool = g_next_pool++;
   allocator_of(d).begin_pool(stream.handle, impl_->pool);
@@ -136,6 +143,7 @@ void Graph::replay() {
   const Stream& s = impl_->stream;
   check_not_capturing(s.device, "Graph::replay");
   g_replays++;
+  arm_error_slots(s.device, impl_->error_slots);  // checked at the next synchronization
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) {
     CUDA_CHECK(cudaGraphLaunch(impl_->exec, static_cast<cudaStream_t>(s.handle)));

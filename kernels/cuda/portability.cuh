@@ -243,18 +243,19 @@ void run_on_sim(void (*kernel)(Params...), const sim::LaunchSpec& spec,
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
 #if RG_SIM
+  const void* entry = reinterpret_cast<const void*>(kernel);
+  if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(entry, cfg.stream);  // cuda's order
   sim::check_sticky_error(sim::device_of_token(cfg.stream), "launch", cfg.name);
   sim::count_launch();
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   sim::LaunchSpec spec;
   spec.name = cfg.name;
-  spec.entry = reinterpret_cast<const void*>(kernel);
+  spec.entry = entry;
   spec.grid = cfg.grid;
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;
   spec.uses_sync = cfg.uses_sync;
   spec.stream = cfg.stream;
-  if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(spec.entry);
   if (sim::is_delayed(cfg.stream)) {
     sim::enqueue(cfg.stream,
                  [kernel, spec, params]() mutable { run_on_sim(kernel, spec, params); });

@@ -383,10 +383,13 @@ size_t max_dynamic_shared(const void* entry) {
   return it == a.bytes.end() ? max_shared_bytes() : std::max(it->second, max_shared_bytes());
 }
 
-void opt_in_dynamic_shared(const void* entry) {
-  SharedAttributes& a = shared_attributes();
-  std::lock_guard lock(a.mutex);
-  a.bytes.try_emplace(entry, kMaxSharedBytesOptin);
+void opt_in_dynamic_shared(const void* entry, void* stream) {
+  opt_in_once(entry, device_of_token(stream), [](const void* e, int device) {
+    check_sticky_error(device, "cudaFuncSetAttribute");  // fails there as on a GPU
+    SharedAttributes& a = shared_attributes();
+    std::lock_guard lock(a.mutex);
+    a.bytes.try_emplace(e, kMaxSharedBytesOptin);
+  });
 }
 
 const LaunchSpec* current_launch() { return worker().spec; }

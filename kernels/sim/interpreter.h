@@ -68,8 +68,9 @@ void set_max_dynamic_shared(const void* entry, size_t bytes);
 // The dynamic shared memory a launch of `entry` may ask for.
 size_t max_dynamic_shared(const void* entry);
 // launch()'s opt-in (LaunchConfig::opt_in_shared): raises `entry`'s attribute to
-// kMaxSharedBytesOptin, once per kernel.
-void opt_in_dynamic_shared(const void* entry);
+// kMaxSharedBytesOptin, once per kernel and device (the stream token's; opt_in_once). Like
+// cudaFuncSetAttribute it fails on a device with a sticky error.
+void opt_in_dynamic_shared(const void* entry, void* stream);
 
 // Runs the whole grid on the calling thread; throws rg::Error on a bad launch or a sync
 // error, or rethrows what the kernel threw. A launch on a device with a sticky error

@@ -55,3 +55,33 @@ TEST_CASE("sim sticky error: a bad launch shape is not sticky") {
   CHECK_FALSE(sim::has_sticky_error(device.index));
   CHECK(sum(ones({64}, DType::f32, device)).item() == 64);
 }
+
+namespace {
+void fill_shared(int* out) {
+  RG_DYNAMIC_SHARED(int, buf);
+  buf[threadIdx.x] = int(threadIdx.x);
+  out[threadIdx.x] = buf[threadIdx.x];
+}
+}  // namespace
+
+TEST_CASE("sim: a failed opt-in to more shared memory is tried again at the next launch") {
+  // launch() raises a kernel's dynamic shared memory limit (cudaFuncSetAttribute) once; a
+  // call that failed must not count as done, or every later launch is refused the memory.
+  const Device device(DeviceType::sim, 4);
+  ClearStickyError clear{device.index};
+  sim::LaunchConfig c;
+  c.name = "fill_shared";
+  c.grid = dim3(1);
+  c.block = dim3(32);
+  c.shared_bytes = 64 * 1024;
+  c.opt_in_shared = true;
+  c.stream = gpu::compute_stream(device).handle;
+  std::vector<int> out(32, -1);
+  (void)fault_device(device);
+  CHECK(error_of([&] {
+          sim::launch(fill_shared, c, out.data());
+        }).find("cudaFuncSetAttribute on sim:4 failed") != std::string::npos);
+  sim::clear_sticky_error_for_tests(device.index);  // (no GPU recovers; the next try must work)
+  CHECK(error_of([&] { sim::launch(fill_shared, c, out.data()); }) == "(no error)");
+  CHECK(out[31] == 31);
+}

@@ -102,7 +102,7 @@ StreamGuard::~StreamGuard() {
   has_override[t][i] = had_previous_;
 }
 
-Event::Event(Device device, bool timing) : device_(device) {
+Event::Event(Device device, bool timing) : device_(device), timing_(timing) {
   check_gpu_device(device, "Event");
 #if RG_WITH_CUDA
   if (device.is_cuda()) {
@@ -132,8 +132,15 @@ void Event::record(const Stream& s) {
 #endif
   sim::check_sticky_error(device_.index, "cudaEventRecord");
   sim_stream_ = s.handle;
+  if (!timing_) {
+    sim_ticket_ = sim::ticket(s.handle);
+    return;
+  }
+  // A new clock each record: a stamp still queued for an earlier record writes the old one.
+  auto time = std::make_shared<double>(now_ms());
+  sim_time_ms_ = time;
+  if (sim::is_delayed(s.handle)) sim::enqueue(s.handle, [time] { *time = now_ms(); });
   sim_ticket_ = sim::ticket(s.handle);
-  host_time_ms_ = now_ms();
 }
 
 void Event::wait(const Stream& s) const {
@@ -184,7 +191,11 @@ float Event::elapsed_ms(const Event& end) const {
     return ms;
   }
 #endif
-  return static_cast<float>(end.host_time_ms_ - host_time_ms_);
+  RG_CHECK(sim_time_ms_ && end.sim_time_ms_,
+           "Event::elapsed_ms: both events must be recorded with timing = true");
+  RG_CHECK(query() && end.query(),
+           "Event::elapsed_ms: an event's work is not complete yet (cudaErrorNotReady)");
+  return static_cast<float>(*end.sim_time_ms_ - *sim_time_ms_);
 }
 
 void record_stream(const Tensor& t, const Stream& stream) {

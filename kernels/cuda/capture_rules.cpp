@@ -15,6 +15,13 @@
 
 namespace rg::gpu {
 
+#if RG_WITH_CUDA
+// CaptureMode converts to cudaStreamCaptureMode by value (graph.cpp, exchange_capture_mode).
+static_assert(int(CaptureMode::global) == cudaStreamCaptureModeGlobal &&
+              int(CaptureMode::per_thread) == cudaStreamCaptureModeThreadLocal &&
+              int(CaptureMode::relaxed) == cudaStreamCaptureModeRelaxed);
+#endif
+
 namespace {
 
 struct Capture {
@@ -87,12 +94,10 @@ CaptureMode exchange_capture_mode(CaptureMode mode) {
   tls_mode = mode;
 #if RG_WITH_CUDA
   // CUDA's own copy of the mode matters only while it captures: the runtime is not touched
-  // otherwise (a sim or cpu run never initializes it), except to restore what it holds.
-  if (g_cuda_count > 0 || tls_cuda_mode != mode) {
-    static constexpr cudaStreamCaptureMode kCuda[] = {cudaStreamCaptureModeGlobal,
-                                                      cudaStreamCaptureModeThreadLocal,
-                                                      cudaStreamCaptureModeRelaxed};
-    cudaStreamCaptureMode m = kCuda[static_cast<int>(mode)];
+  // otherwise (a sim or cpu run never initializes it), except to bring a mode it still holds
+  // from a cuda capture back in line.
+  if (g_cuda_count > 0 || tls_cuda_mode != CaptureMode::global) {
+    cudaStreamCaptureMode m = static_cast<cudaStreamCaptureMode>(mode);
     if (cudaThreadExchangeStreamCaptureMode(&m) == cudaSuccess) tls_cuda_mode = mode;
   }
 #endif

@@ -105,21 +105,20 @@ void Graph::capture_begin(const Stream& stream, CaptureMode mode) {
   prepare_error_slots(d);  // before the capture: making the ring copies from the host
   impl_->stream = stream;
   impl_->pool = g_next_pool++;
-  allocator_of(d).begin_pool(stream.handle, impl_->pool);
-  register_capture(stream, mode);
+  register_capture(stream, mode);  // throws if another thread has just begun one on d
+  bool pooled = false;
   try {
+    allocator_of(d).begin_pool(stream.handle, impl_->pool);
+    pooled = true;
 #if RG_WITH_CUDA
-    static constexpr cudaStreamCaptureMode kCuda[] = {cudaStreamCaptureModeGlobal,
-                                                      cudaStreamCaptureModeThreadLocal,
-                                                      cudaStreamCaptureModeRelaxed};
-    if (d.is_cuda())
+    if (d.is_cuda())  // CaptureMode has cudaStreamCaptureMode's values (capture_rules.cpp)
       CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle),
-                                        kCuda[static_cast<int>(mode)]));
+                                        static_cast<cudaStreamCaptureMode>(mode)));
 #endif
     if (d.is_sim()) sim::begin_capture(stream.handle, &impl_->work);
   } catch (...) {
     unregister_capture(d, true);
-    allocator_of(d).end_pool(stream.handle);
+    if (pooled) allocator_of(d).end_pool(stream.handle);
     throw;
   }
   impl_->capturing = true;

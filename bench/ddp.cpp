@@ -24,8 +24,12 @@
 // --device cuda: 2 processes on one GPU over the nccl backend (each its own NCCL_HOSTID, as
 // the dist-nccl test runs them): R rounds of (no communication, DDP) with their ratio, the
 // share of the all-reduce hidden behind backward, and the host synchronizations per DDP step
-// (goal: 1, the loss read that ends each timed step). --device sim runs the same on 2 thread
-// ranks (threads backend) on sim:0 and sim:1, to try it without a GPU.
+// (goal: 1, the loss read that ends each timed step). There the collectives run on the
+// communication stream, so comm ms and hidden come from device events (each bucket's
+// collective between its events on that stream, backward's end an event on the compute
+// stream; dist/bucket_transport.h), and the medians' line names the clock used. --device sim
+// runs the same on 2 thread ranks (threads backend, host clock) on sim:0 and sim:1, to try it
+// without a GPU.
 // Usage: ddp [layers width steps] [--backend tcp|threads|both|mpi] [--bucket-cap-mb X]
 //            [--rounds R] [--zero 3] [--device cpu|cuda|sim]
 // (model: a GPT of `layers` x `width`, vocab 512, T 64; the defaults give >= 8 buckets).
@@ -154,8 +158,8 @@ void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
               "DDP interleaved with no_sync", "", median(one_run));
   std::printf(
       "all-reduce per step: %.2f ms over %zu buckets, %.0f%% hidden behind backward "
-      "(goal >= 70%% with >= 8 buckets)\n",
-      median(comm), ddp.buckets, 100 * median(hidden));
+      "(measured by %s; goal >= 70%% with >= 8 buckets)\n",
+      median(comm), ddp.buckets, 100 * median(hidden), ddp.clock.c_str());
   std::printf("CPU per synchronized step: rank thread +%.2f ms over a no_sync step",
               median(rank_cpu));
   if (median(comm_cpu) >= 0) std::printf(", communication thread %.2f ms", median(comm_cpu));
@@ -208,23 +212,24 @@ void print_device(Ranks ranks, const DdpSetup& setup, int rounds) {
               "ratio", "comm ms", "hidden", "buckets", "syncs/step");
   std::vector<double> alone_ms, ddp_ms, ratio, comm, hidden, syncs;
   size_t buckets = 0;
+  std::string clock;
   for (int r = 1; r <= rounds; ++r) {
     const DdpResult alone = measure_ddp(ranks, alone_setup);
     const DdpResult ddp = measure_ddp(ranks, setup);
     alone_ms.push_back(alone.ms_per_step), ddp_ms.push_back(ddp.ms_per_step);
     ratio.push_back(ddp.ms_per_step / alone.ms_per_step);
     comm.push_back(ddp.comm_ms), hidden.push_back(ddp.hidden_fraction);
-    syncs.push_back(ddp.host_syncs_per_step), buckets = ddp.buckets;
+    syncs.push_back(ddp.host_syncs_per_step), buckets = ddp.buckets, clock = ddp.clock;
     std::printf("%-6d %16.2f %12.2f %7.2f %9.2f %6.0f%% %8zu %11.2f\n", r, alone.ms_per_step,
                 ddp.ms_per_step, ratio.back(), ddp.comm_ms, 100 * ddp.hidden_fraction, ddp.buckets,
                 ddp.host_syncs_per_step);
   }
   std::printf(
       "medians: no communication %.2f ms/step, DDP %.2f ms/step, ratio %.2f; all-reduce %.2f "
-      "ms/step over %zu buckets, %.0f%% hidden behind backward; %.2f host syncs per DDP step "
-      "(goal 1: the loss read)\n",
+      "ms/step over %zu buckets, %.0f%% hidden behind backward (measured by %s); %.2f host "
+      "syncs per DDP step (goal 1: the loss read)\n",
       median(alone_ms), median(ddp_ms), median(ratio), median(comm), buckets, 100 * median(hidden),
-      median(syncs));
+      clock.c_str(), median(syncs));
 }
 
 const char* backend_title(Ranks ranks) {

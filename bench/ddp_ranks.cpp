@@ -112,6 +112,7 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
                    .to(device);
   const bool interleave = setup.interleave && ddp;
   double seconds[2] = {0, 0}, rank_cpu[2] = {0, 0}, process_cpu[2] = {0, 0}, comm = 0, hidden = 0;
+  std::string clock = "host clock";
   timed_step(*model, ddp.get(), fsdp.get(), idx, true);  // warm-up
   const uint64_t syncs = device.is_cpu() ? 0 : gpu::host_syncs(device);
   for (int step = 0; step < (interleave ? 2 : 1) * setup.steps; ++step) {
@@ -120,9 +121,10 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
     seconds[sync] += timed_step(*model, ddp.get(), fsdp.get(), idx, sync);
     rank_cpu[sync] += cpu_seconds(RUSAGE_THREAD) - rank0;
     process_cpu[sync] += cpu_seconds(RUSAGE_SELF) - process0;
-    if (ddp && sync) {
+    if (ddp && sync) {  // after the step's loss read: its device events are complete
       comm += ddp->reducer().stats().comm_seconds;
       hidden += ddp->reducer().stats().hidden_seconds;
+      clock = ddp->reducer().stats().clock;
     }
   }
   const double per_step = 1e3 / setup.steps;
@@ -134,6 +136,7 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   r.buffers_lent = ddp ? ddp->reducer().stats().buffers_lent : 0;
   r.comm_ms = 1e3 * comm / setup.steps;
   r.hidden_fraction = comm > 0 ? hidden / comm : 0;
+  r.clock = clock;
   r.buckets = ddp ? ddp->reducer().bucket_count() : 0;
   if (!device.is_cpu())
     r.host_syncs_per_step =

@@ -47,6 +47,9 @@ struct DdpResult {
   double comm_thread_cpu_ms = 0;
   size_t buffers_lent = 0;
   double host_syncs_per_step = 0;  // device runs: host synchronizations (1 = the loss read)
+  // What comm_ms and hidden_fraction were measured with (BucketStats::clock): "device events"
+  // where the collectives run on device streams, "host clock" elsewhere.
+  std::string clock = "host clock";
 };
 
 constexpr int kBatch = 4, kContext = 64, kVocab = 512;

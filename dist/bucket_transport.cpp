@@ -284,12 +284,55 @@ bool BucketTransport::wait_on_stream() {
   return true;
 }
 
+void BucketTransport::mark_backward_end() {
+  backward_end_.reset();
+  if (buckets_.empty() || buckets_.front().device.is_cpu()) return;
+  const Device device = buckets_.front().device;
+  backward_end_ = std::make_shared<gpu::Event>(device, /*timing=*/true);
+  backward_end_->record(gpu::current_stream(device));
+}
+
+std::optional<BucketTransport::DeviceTiming> BucketTransport::device_timing() const {
+  if (!backward_end_ || next_to_launch_ == 0) return std::nullopt;
+  DeviceTiming timing{{}, backward_end_};
+  for (size_t b = 0; b < next_to_launch_; ++b) {
+    auto* work = dynamic_cast<StreamWork*>(buckets_[b].work.get());
+    if (!work || !work->started() || !work->done()) return std::nullopt;
+    timing.buckets.emplace_back(work->started(), work->done());
+  }
+  return timing;
+}
+
+// The device-event figures replace the host clock's once every event is complete: each
+// bucket's collective from its started to its done event (they run one after another on
+// the communication stream), and the part of it before backward's end is hidden.
+const BucketStats& BucketTransport::stats() const {
+  if (!timing_ || !timing_->backward_end->query()) return stats_;
+  for (const auto& [started, done] : timing_->buckets)
+    if (!done->query()) return stats_;
+  double comm = 0, hidden = 0;
+  for (const auto& [started, done] : timing_->buckets) {
+    const double total = std::max(0.0, double(started->elapsed_ms(*done)) / 1e3);
+    const double before_end = double(started->elapsed_ms(*timing_->backward_end)) / 1e3;
+    comm += total;
+    hidden += std::clamp(before_end, 0.0, total);
+  }
+  stats_.comm_seconds = comm;
+  stats_.hidden_seconds = hidden;
+  stats_.clock = "device events";
+  timing_.reset();
+  return stats_;
+}
+
 void BucketTransport::wait_all(Clock::time_point started, Clock::time_point ended) {
   stats_.comm_seconds = 0;
   stats_.hidden_seconds = 0;
   stats_.buffers_lent = 0;
+  stats_.clock = "host clock";
   auto previous_end = started;
   const bool on_stream = wait_on_stream();
+  timing_ = on_stream ? device_timing() : std::nullopt;
+  backward_end_.reset();
   for (size_t b = 0; b < next_to_launch_; ++b) {
     Bucket& bucket = buckets_[b];
     if (!on_stream) bucket.work->wait();

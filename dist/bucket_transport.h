@@ -13,18 +13,27 @@
 // the work done meanwhile (backward), for the stats and the timeline. On a transport whose
 // collectives complete on device streams (dist/stream_work.h) it does not wait for the
 // communication on the host: once every bucket's collective is queued on the communication
-// stream, the caller's stream waits for the last one (they run in order there), once.
+// stream, the caller's stream waits for the last one (they run in order there), once. There
+// the host's clock says nothing of when the device communicated, so the figures come from
+// device events: each bucket's collective between its started and done events on the
+// communication stream, backward's end an event on the compute stream (mark_backward_end),
+// hidden = the part of each collective before that end. They are read once the events are
+// complete (stats(), typically after the step's loss read); until then stats() gives the
+// host clock's figure and says so.
 #pragma once
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/memory_category.h"
 #include "core/tensor.h"
 #include "dist/process_group.h"
 #include "dist/trace.h"
+#include "kernels/cuda/stream.h"
 
 namespace rg::dist {
 
@@ -46,6 +55,9 @@ struct BucketStats {
   double comm_seconds = 0;        // last wait_all: sum over buckets
   double hidden_seconds = 0;      // last wait_all: communication that overlapped the caller's work
   size_t buffers_lent = 0;        // last wait_all: buckets that reduced a lent gradient
+  // What comm_seconds and hidden_seconds were measured with: "device events" (collectives on
+  // device streams, once their events are complete) or "host clock".
+  const char* clock = "host clock";
 };
 
 // Members `order` (indices into `members`) grouped into buckets: per dtype and device, in
@@ -116,6 +128,10 @@ class BucketTransport {
   // Notes when in-flight buckets are first seen completed (the timeline's resolution is the
   // caller's polling).
   void poll_completions();
+  // Backward's end on the device: a timing event on the buckets' device's current stream
+  // (the compute stream), for the device-event figures of the next wait_all. Call it before
+  // launching the buckets still waiting (a no-op on the cpu).
+  void mark_backward_end();
   // Waits for every launched bucket in launch order. `started` is when the caller's
   // overlapping work began (backward), `ended` when it ended.
   void wait_all(Clock::time_point started, Clock::time_point ended);
@@ -125,7 +141,8 @@ class BucketTransport {
 
   size_t bucket_count() const { return buckets_.size(); }
   std::vector<std::vector<size_t>> assignment() const;
-  const BucketStats& stats() const { return stats_; }
+  // The last round's figures: from device events once they are complete (see above).
+  const BucketStats& stats() const;
   ProcessGroup& group() const { return group_; }
 
  private:
@@ -153,13 +170,23 @@ class BucketTransport {
   std::vector<size_t> bucket_of_;  // member -> bucket
   std::vector<size_t> index_in_bucket_;
   size_t next_to_launch_ = 0;
-  BucketStats stats_;
+  mutable BucketStats stats_;
   bool sharded_ = false;
+  // Device events of the last round's collectives (started, done) and of backward's end,
+  // until stats() has read them.
+  struct DeviceTiming {
+    std::vector<std::pair<std::shared_ptr<gpu::Event>, std::shared_ptr<gpu::Event>>> buckets;
+    std::shared_ptr<gpu::Event> backward_end;
+  };
+  std::shared_ptr<gpu::Event> backward_end_;  // this round's mark_backward_end
+  mutable std::optional<DeviceTiming> timing_;
 
   Tensor new_buffer(const Bucket& bucket, int64_t numel, MemoryCategory category) const;
   // Device streams: waits until every launched bucket is queued, then orders the current
   // stream after the last; false (nothing done) when some bucket's work is not on a stream.
   bool wait_on_stream();
+  // The round's device events, when every bucket and backward's end have them.
+  std::optional<DeviceTiming> device_timing() const;
   void keep_shard_only(Bucket& bucket);
 };
 

@@ -217,16 +217,18 @@ class NcclTransport : public Transport {
     comm_ = nullptr;
   }
 
-  // The watchdog found a message not done by its deadline: the communicator is aborted (its
-  // kernels end), and every later call fails naming the peer.
+  // The watchdog found a message not done by its deadline, or its query failed: the
+  // communicator is aborted (its kernels end), and every later call fails naming the peer.
   void lose_late(const StreamMessages::Late& late, const std::string& error) {
     const Failure f{FailureKind::timeout, late.peer, describe(late.env), late.env.seq};
     const std::string whom =
         late.peer == kAnyPeer ? "the other ranks (ncclAllReduce)" : str("rank ", late.peer);
+    // With an error (the communicator's, or a sticky device error that made the event's
+    // query fail), this rank names itself and the collective it failed in.
     const std::string message =
         error.empty() ? str("rank ", rank(), ": ", describe(late.env), ": timed out after ",
                             timeout().count() / 1000.0, " s waiting for ", whom)
-                      : error;
+                      : str("rank ", rank(), ": ", describe(late.env), ": ", error);
     abort(f, message);
   }
 

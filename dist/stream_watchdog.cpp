@@ -46,8 +46,11 @@ bool StreamWatchdog::fired() const {
 bool StreamWatchdog::poll(const Batch& batch, const StreamMessages::Late** late,
                           std::string* error) {
   for (const StreamMessages::Handed& h : batch.messages) {
-    while (!h.done->query()) {
+    for (;;) {
+      // The query itself may throw: on cuda a sticky error fails every cudaEventQuery. It
+      // fails the collective like the backend's error, never this thread (std::terminate).
       try {
+        if (h.done->query()) break;
         if (check_) check_();
       } catch (const std::exception& e) {
         *error = e.what();

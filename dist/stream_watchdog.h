@@ -4,7 +4,8 @@
 // polls their events in order, sleeping briefly between polls. A message still not done at
 // its deadline makes it call on_late once, naming the peer and the collective (the transport
 // then aborts and the group fails); every later batch is dropped unwatched. `check` runs
-// between polls (the backend's asynchronous error; it may throw, which also counts as late).
+// between polls (the backend's asynchronous error; it may throw, which also counts as late),
+// and so does an event's query that throws (a sticky device error): on_late gets its message.
 #pragma once
 #include <condition_variable>
 #include <deque>

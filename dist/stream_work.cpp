@@ -31,9 +31,12 @@ std::function<void(CollectiveContext&)> on_comm_stream(
           work = std::move(work)](CollectiveContext& ctx) {
     gpu::StreamGuard on_comm(comm);
     ready->wait(comm);
+    auto started = std::make_shared<gpu::Event>(comm.device, /*timing=*/true);
+    started->record(comm);
     algorithm(ctx);
-    auto done = std::make_shared<gpu::Event>(comm.device);
+    auto done = std::make_shared<gpu::Event>(comm.device, /*timing=*/true);
     done->record(comm);
+    work->set_started(std::move(started));
     work->set_done(std::move(done));
   };
 }

@@ -11,7 +11,10 @@
 //     reuses their blocks only after the communication);
 //   - its completion is an event recorded on the communication stream after the collective:
 //     StreamWork::wait() makes the waiter's current stream wait for it (the host waits only
-//     until the communication thread has queued the collective, never for the network).
+//     until the communication thread has queued the collective, never for the network);
+//   - both ends are timing events: `started` on the communication stream once it has waited
+//     for the issue, `done` at the completion, so the collective's device time is theirs
+//     (dist/bucket_transport.h measures DDP's hidden communication with them).
 // Timeouts are the transport's watchdog's (dist/stream_watchdog.h).
 #pragma once
 #include <memory>
@@ -40,10 +43,15 @@ class StreamWork : public PromiseWork {
   // The completion event; set by the communication thread before the work is finished.
   const std::shared_ptr<gpu::Event>& done() const { return done_; }
   void set_done(std::shared_ptr<gpu::Event> done) { done_ = std::move(done); }
+  // Where the collective began on the communication stream (a timing event, as `done` then
+  // is); null when the work did not record one (nccl_allreduce).
+  const std::shared_ptr<gpu::Event>& started() const { return started_; }
+  void set_started(std::shared_ptr<gpu::Event> started) { started_ = std::move(started); }
 
  private:
   Device device_;
   std::shared_ptr<gpu::Event> done_;
+  std::shared_ptr<gpu::Event> started_;
   bool block_host_ = false;
 };
 

@@ -170,6 +170,7 @@ void Reducer::mark_ready(size_t i) {
 void Reducer::finalize_backward() {
   transport_.poll_completions();
   auto backward_end = Clock::now();
+  transport_.mark_backward_end();  // on the device: the compute stream's event
   fail_for_missing_gradients(contribute_unused_parameters());
   complete_iteration(backward_end, ready_order_);
 }
@@ -206,6 +207,7 @@ void Reducer::shadow_backward() {
   std::vector<size_t> order;
   for (const auto& bucket : transport_.assignment())
     order.insert(order.end(), bucket.begin(), bucket.end());
+  transport_.mark_backward_end();
   complete_iteration(backward_start_, std::move(order));
 }
 

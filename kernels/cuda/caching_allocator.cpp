@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "kernels/cuda/capture_rules.h"
 
 namespace rg::gpu {
 
@@ -21,7 +22,9 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t pool = pool_for_locked(stream);
   const FreeListKey key{pool, stream, BlockPool::is_small(size)};
-  if (!pending_.empty()) return_finished_locked(false);
+  // Filling a graph's pool the stream captures: no event query (CUDA forbids it then, and
+  // would invalidate the capture); the pending blocks wait for an allocation after it.
+  if (!pending_.empty() && pool == 0) return_finished_locked(false);
   const bool split = !raw_.whole_blocks;
   Block* block = pool_.take(key, size, split);
   if (!block) {
@@ -51,11 +54,19 @@ void* CachingAllocator::allocate(size_t nbytes, void* stream) {
 // Raw memory for a new segment of `bytes`. Short of room (the device's, or the cap's), it
 // gives the whole free segments back and tries again, then waits for the pending blocks'
 // events (they may free whole segments) and tries once more. Filling a graph pool it
-// neither frees nor waits: it fails at once.
+// neither frees nor waits: it fails at once. And it allocates in relaxed capture mode, as
+// PyTorch does: in the capture's own (thread-local) mode CUDA forbids cudaMalloc and
+// invalidates the capture, but memory the graph keeps until it dies is safe to take.
 void* CachingAllocator::allocate_segment_locked(size_t bytes, size_t nbytes, uint64_t pool) {
   for (int attempt = 0;; ++attempt) {
     const bool within_cap = !cap_ || pool_.stats().reserved + bytes <= cap_;
-    void* p = within_cap ? raw_.allocate(bytes, device_) : nullptr;
+    void* p = nullptr;
+    if (within_cap && pool != 0) {
+      CaptureModeGuard relaxed(CaptureMode::relaxed);
+      p = raw_.allocate(bytes, device_);
+    } else if (within_cap) {
+      p = raw_.allocate(bytes, device_);
+    }
     if (p) {
       stats_.system_allocs++;
       return p;

@@ -17,11 +17,11 @@ struct CaptureChecked {
     inner.copy(dst, dst_device, src, src_device, n);
   }
   static void synchronize(int index) {
-    check_not_capturing(Device(T, index), "device synchronize");
+    check_unsafe_call("device synchronize");
     inner.synchronize(index);
   }
   static void empty_cache(int index) {
-    check_not_capturing(Device(T, index), "empty_cache");
+    check_unsafe_call("empty_cache (cudaFree)");
     inner.empty_cache(index);
   }
 

@@ -1,7 +1,7 @@
 // The GPU devices (sim, cuda) are registered through here: their copy, synchronize and
-// empty_cache then refuse, with one rg::Error naming the operation, to run while one of the
-// device's streams captures a graph (kernels/cuda/graph.h: that work needs the host). The
-// checks are written once, above both devices.
+// empty_cache then refuse, with one rg::Error naming the operation, to run where CUDA's capture
+// rules forbid it (kernels/cuda/capture_rules.h: that work needs the host). The checks are
+// written once, above both devices.
 #pragma once
 #include "core/device_interface.h"
 

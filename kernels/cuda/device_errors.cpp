@@ -1,14 +1,19 @@
 // See device_errors.h. Per device: a ring of kSlots device slots allocated once (never
-// freed, like the cuBLAS workspace) and, on the host, the message of each pending slot.
+// freed, like the cuBLAS workspace) and, on the host, the message of each pending slot; the
+// slots that graphs hold are skipped by eager claims.
 #include "kernels/cuda/device_errors.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/device_interface.h"
 #include "core/error.h"
 #include "core/memory_accounting.h"
+#include "kernels/cuda/capture_rules.h"
+#include "kernels/cuda/stream.h"
 
 namespace rg::gpu {
 
@@ -16,16 +21,15 @@ namespace {
 
 constexpr int kSlots = 256;
 
-struct Pending {
-  int slot;
-  std::string before, after;
-};
+using Pending = ErrorSlot;
 
 struct Ring {
   std::mutex mutex;
   int64_t* slots = nullptr;  // device memory, kSlots * 2
   std::vector<Pending> pending;
-  int next = 0;
+  int next = 0;                                        // eager claims: 0..next-1 are taken
+  std::vector<bool> held = std::vector<bool>(kSlots);  // by a graph
+  std::vector<ErrorSlot> captured;                     // claimed by the capture under way
 };
 
 std::atomic<uint64_t> g_syncs[kNumDeviceTypes][kMaxDeviceIndex];
@@ -72,21 +76,82 @@ void check_locked(Device d, Ring& r) {
   }
 }
 
+void prepare_locked(Device d, Ring& r) {
+  if (r.slots) return;
+  const size_t bytes = kSlots * 2 * sizeof(int64_t);
+  r.slots = static_cast<int64_t*>(device_interface(d.type).allocate(bytes, d.index));
+  account_process_block(d, device_interface(d.type).block_bytes(bytes));
+  zero_slots(d, r.slots);
+}
+
+// The next slot no eager launch and no graph holds, or -1.
+int free_slot_locked(Ring& r) {
+  while (r.next < kSlots && r.held[r.next]) ++r.next;
+  return r.next < kSlots ? r.next++ : -1;
+}
+
+// Whether the calling thread's launches on `d` go to a capturing stream.
+bool launch_is_captured(Device d) {
+  void* capturing = capturing_stream_of(d);
+  return capturing && capturing == current_stream(d).handle;
+}
+
 }  // namespace
 
 int64_t* claim_error_slot(Device d, std::string before, std::string after) {
   Ring& r = ring(d);
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.slots) {
-    const size_t bytes = kSlots * 2 * sizeof(int64_t);
-    r.slots = static_cast<int64_t*>(device_interface(d.type).allocate(bytes, d.index));
-    account_process_block(d, device_interface(d.type).block_bytes(bytes));
-    zero_slots(d, r.slots);
+  prepare_locked(d, r);
+  const bool captured = launch_is_captured(d);
+  int slot = free_slot_locked(r);
+  if (slot < 0) {  // every slot pending: wait for them now (not possible while capturing)
+    RG_CHECK(!captured, "device errors: all ", kSlots, " error slots of ", d.str(), ":", d.index,
+             " are pending or held by graphs, and a stream captures (no synchronization now)");
+    check_locked(d, r);
+    slot = free_slot_locked(r);
+    RG_CHECK(slot >= 0, "device errors: all ", kSlots, " error slots of ", d.str(), ":", d.index,
+             " are held by graphs");
   }
-  if (r.next == kSlots) check_locked(d, r);  // every slot pending: wait for them now
-  const int slot = r.next++;
-  r.pending.push_back({slot, std::move(before), std::move(after)});
+  if (captured) {
+    r.held[slot] = true;
+    r.captured.push_back({slot, std::move(before), std::move(after)});
+  } else {
+    r.pending.push_back({slot, std::move(before), std::move(after)});
+  }
   return r.slots + 2 * slot;
+}
+
+void prepare_error_slots(Device d) {
+  Ring& r = ring(d);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  prepare_locked(d, r);
+}
+
+std::vector<ErrorSlot> take_captured_error_slots(Device d) {
+  Ring& r = ring(d);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return std::exchange(r.captured, {});
+}
+
+void arm_error_slots(Device d, const std::vector<ErrorSlot>& slots) {
+  if (slots.empty()) return;
+  Ring& r = ring(d);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const ErrorSlot& s : slots) {
+    const bool armed = std::any_of(r.pending.begin(), r.pending.end(),
+                                   [&](const Pending& p) { return p.slot == s.slot; });
+    if (!armed) r.pending.push_back(s);
+  }
+}
+
+void release_error_slots(Device d, const std::vector<ErrorSlot>& slots) {
+  if (slots.empty()) return;
+  Ring& r = ring(d);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const ErrorSlot& s : slots) {
+    r.held[s.slot] = false;
+    std::erase_if(r.pending, [&](const Pending& p) { return p.slot == s.slot; });
+  }
 }
 
 void check_device_errors(Device d) {

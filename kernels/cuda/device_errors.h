@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 
@@ -21,6 +22,21 @@ int64_t* claim_error_slot(Device device, std::string before, std::string after);
 // failure's message (in launch order) and clears the ring. Called by the runtimes after a
 // copy to the host or a synchronization (not for the ring's own copies).
 void check_device_errors(Device device);
+
+// Graph capture (kernels/cuda/graph.h). A launch captured claims its slot as before, but
+// the slot then belongs to the graph: no eager launch reuses it, and it is checked after each
+// replay -- replay() arms the graph's slots again, pending until the next synchronization.
+struct ErrorSlot {
+  int slot;
+  std::string before, after;
+};
+// Makes `device`'s ring now (a synchronous copy zeroes it), before a capture would need it.
+void prepare_error_slots(Device device);
+// The slots claimed while a stream of `device` captured, handed over at the capture's end.
+std::vector<ErrorSlot> take_captured_error_slots(Device device);
+// Pending again until the next check (each replay); given back to the ring (the graph's end).
+void arm_error_slots(Device device, const std::vector<ErrorSlot>& slots);
+void release_error_slots(Device device, const std::vector<ErrorSlot>& slots);
 
 // Host synchronizations with `device` so far: copies to the host, stream, event and device
 // synchronizations (bench/train_step --device reports them per step).

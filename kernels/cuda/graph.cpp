@@ -1,11 +1,13 @@
-// See graph.h. The capture registry (which stream of which device captures) is what the
-// devices' host-synchronous operations consult to refuse themselves; the memory pool is the
-// caching allocator's, routed to by begin_pool/end_pool around the capture.
+// See graph.h. The capture registry and its rules (capture_rules.h) are what the devices'
+// host-synchronous operations consult to refuse themselves; the memory pool is the caching
+// allocator's, routed to by begin_pool/end_pool around the capture.
 #include "kernels/cuda/graph.h"
 
 #include <atomic>
-#include <mutex>
+#include <utility>
+#include <vector>
 
+#include "kernels/cuda/device_errors.h"
 #include "kernels/sim/device.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
@@ -19,22 +21,8 @@ namespace rg::gpu {
 
 namespace {
 
-std::mutex g_registry_mutex;
-void* g_capturing[kNumDeviceTypes][kMaxDeviceIndex] = {};  // the capturing stream, or null
-std::atomic<bool> g_any_capture{false};                    // fast path of check_not_capturing
 std::atomic<uint64_t> g_next_pool{1};
 std::atomic<uint64_t> g_replays{0};
-
-void*& registry_slot(Device d) { return g_capturing[static_cast<int>(d.type)][d.index]; }
-
-void set_capturing(Device d, void* stream) {
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  registry_slot(d) = stream;
-  bool any = false;
-  for (auto& type : g_capturing)
-    for (void* s : type) any = any || s;
-  g_any_capture = any;
-}
 
 CachingAllocator& allocator_of(Device d) {
 #if RG_WITH_CUDA
@@ -50,17 +38,23 @@ struct Graph::Impl {
   bool capturing = false;
   bool captured = false;
   uint64_t pool = 0;
-  sim::WorkList work;  // sim: the recording
+  std::vector<ErrorSlot> error_slots;  // of the kernels captured (device_errors.h)
+  sim::WorkList work;                  // sim: the recording
 #if RG_WITH_CUDA
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
 #endif
 
-  // Stops capturing; keeps the recording when `keep` (else drops it, as after an error).
+  // Stops capturing; keeps the recording when `keep` and nothing invalidated it (else drops
+  // it, as after an error). Throws (cudaErrorStreamCaptureInvalidated) when `keep` and an
+  // unsafe call invalidated the capture.
   void stop(bool keep) {
+    const std::string invalidated_by = unregister_capture(stream.device, !keep);
     capturing = false;
-    set_capturing(stream.device, nullptr);
     allocator_of(stream.device).end_pool(stream.handle);
+    keep = keep && invalidated_by.empty();
+    error_slots = take_captured_error_slots(stream.device);
+    if (!keep) release_error_slots(stream.device, std::exchange(error_slots, {}));
 #if RG_WITH_CUDA
     if (stream.device.is_cuda()) {
       cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream.handle), &graph);
@@ -68,17 +62,20 @@ struct Graph::Impl {
         if (graph) cudaGraphDestroy(graph);
         graph = nullptr;
         cudaGetLastError();
-        return;
+      } else {
+        CUDA_CHECK(e);
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
       }
-      CUDA_CHECK(e);
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      captured = true;
-      return;
     }
 #endif
-    sim::end_capture(stream.handle);
+    if (stream.device.is_sim()) sim::end_capture(stream.handle);
     if (!keep) work.clear();
     captured = keep;
+    RG_CHECK(invalidated_by.empty(),
+             "Graph::capture_end: cudaErrorStreamCaptureInvalidated: the "
+             "capture on ",
+             stream.device.str(), ":", stream.device.index, " was invalidated by ", invalidated_by,
+             " during it; nothing is captured");
   }
 };
 
@@ -91,9 +88,10 @@ Graph::~Graph() {
   if (impl_->graph) cudaGraphDestroy(impl_->graph);
 #endif
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);
+  release_error_slots(impl_->stream.device, impl_->error_slots);
 }
 
-void Graph::capture_begin(const Stream& stream) {
+void Graph::capture_begin(const Stream& stream, CaptureMode mode) {
   const Device d = stream.device;
   RG_CHECK(d.is_sim() || d.is_cuda(), "Graph::capture_begin: device ", d,
            " has no streams to capture (sim or cuda only)");
@@ -103,22 +101,26 @@ void Graph::capture_begin(const Stream& stream) {
            d.index, " out of range");
   RG_CHECK(!is_capturing(d), "Graph::capture_begin: a stream of ", d, " is already capturing");
   if (impl_->pool) allocator_of(impl_->stream.device).release_pool(impl_->pool);  // aborted before
+  prepare_error_slots(d);  // before the capture: making the ring copies from the host
   impl_->stream = stream;
   impl_->pool = g_next_pool++;
-  allocator_of(d).begin_pool(stream.handle, impl_->pool);
+  register_capture(stream, mode);  // throws if another thread has just begun one on d
+  bool pooled = false;
   try {
+    allocator_of(d).begin_pool(stream.handle, impl_->pool);
+    pooled = true;
 #if RG_WITH_CUDA
-    if (d.is_cuda())
+    if (d.is_cuda())  // CaptureMode has cudaStreamCaptureMode's values (capture_rules.cpp)
       CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle),
-                                        cudaStreamCaptureModeThreadLocal));
+                                        static_cast<cudaStreamCaptureMode>(mode)));
 #endif
     if (d.is_sim()) sim::begin_capture(stream.handle, &impl_->work);
   } catch (...) {
-    allocator_of(d).end_pool(stream.handle);
+    unregister_capture(d, true);
+    if (pooled) allocator_of(d).end_pool(stream.handle);
     throw;
   }
   impl_->capturing = true;
-  set_capturing(d, stream.handle);
 }
 
 void Graph::capture_end() {
@@ -139,6 +141,7 @@ void Graph::replay() {
   const Stream& s = impl_->stream;
   check_not_capturing(s.device, "Graph::replay");
   g_replays++;
+  arm_error_slots(s.device, impl_->error_slots);  // checked at the next synchronization
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) {
     CUDA_CHECK(cudaGraphLaunch(impl_->exec, static_cast<cudaStream_t>(s.handle)));
@@ -159,12 +162,12 @@ bool Graph::capturing() const { return impl_->capturing; }
 Device Graph::device() const { return impl_->stream.device; }
 size_t Graph::recorded_work() const { return impl_->work.size(); }
 
-GraphCapture::GraphCapture(Graph& graph, Device device)
-    : GraphCapture(graph, current_stream(device)) {}
+GraphCapture::GraphCapture(Graph& graph, Device device, CaptureMode mode)
+    : GraphCapture(graph, current_stream(device), mode) {}
 
-GraphCapture::GraphCapture(Graph& graph, const Stream& stream)
+GraphCapture::GraphCapture(Graph& graph, const Stream& stream, CaptureMode mode)
     : graph_(graph), exceptions_(std::uncaught_exceptions()) {
-  graph_.capture_begin(stream);
+  graph_.capture_begin(stream, mode);
 }
 
 GraphCapture::~GraphCapture() noexcept(false) {
@@ -175,34 +178,21 @@ GraphCapture::~GraphCapture() noexcept(false) {
     graph_.capture_end();
 }
 
-bool is_capturing(Device d) {
-  if (!g_any_capture || d.is_cpu() || d.index < 0 || d.index >= kMaxDeviceIndex) return false;
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  return registry_slot(d) != nullptr;
-}
-
 void check_not_capturing(Device d, const char* operation) {
-  if (!is_capturing(d)) return;
-  const Stream compute = compute_stream(d);
-  void* s;
-  {
-    std::lock_guard<std::mutex> lock(g_registry_mutex);
-    s = registry_slot(d);
-  }
+  void* s = capturing_stream_of(d);
+  if (!s) return;
   RG_FAIL(operation, " is not allowed while stream ",
-          s == compute.handle ? std::string("compute") : str(s), " of ", d.str(), ":", d.index,
-          " is capturing a graph (it needs the host; do it before capture_begin or after "
-          "capture_end)");
+          s == compute_stream(d).handle ? std::string("compute") : str(s), " of ", d.str(), ":",
+          d.index, " is capturing a graph (do it before capture_begin or after capture_end)");
 }
 
 void check_copy_not_capturing(Device dst, Device src) {
-  if (!g_any_capture) return;
   if (dst.is_cpu())
-    check_not_capturing(src, "a synchronous device-to-host copy (.item(), .to(cpu))");
+    check_unsafe_call("a synchronous device-to-host copy (.item(), .to(cpu))");
   else if (src.is_cpu())
-    check_not_capturing(dst, "a synchronous host-to-device copy (a tensor from host values)");
+    check_unsafe_call("a synchronous host-to-device copy (a tensor from host values)");
   else
-    check_not_capturing(dst, "a synchronous device copy");
+    check_unsafe_call("a synchronous device copy");
 }
 
 uint64_t graph_replays() { return g_replays; }

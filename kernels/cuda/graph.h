@@ -10,10 +10,11 @@
 // Allocations made on the capturing stream come from a memory pool that the graph owns
 // (caching_allocator.h): blocks freed during the capture return to that pool only, and it
 // lives as long as the graph, so the addresses recorded stay the graph's.
-// Work that needs the host while a stream captures -- a stream, event or device synchronize, a
-// synchronous copy to or from the device (.item(), .to(kCPU), a tensor made from host values),
-// emptying the allocator's cache -- is refused with an rg::Error naming it, as CUDA refuses it.
-// cuda: cudaStreamBeginCapture (thread-local mode), cudaStreamEndCapture,
+// Work that needs the host while a stream captures -- a stream, event or device synchronize, an
+// event query, a synchronous copy to or from the device (.item(), .to(kCPU), a tensor made from
+// host values), emptying the allocator's cache -- is refused by CUDA's capture-mode rules
+// (capture_rules.h) with an rg::Error naming it, and invalidates the capture, as on a GPU.
+// cuda: cudaStreamBeginCapture (thread-local mode by default), cudaStreamEndCapture,
 // cudaGraphInstantiate, cudaGraphLaunch. sim: kernels/sim/stream_queue.h records the work (one
 // capture at a time in the process).
 #pragma once
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/cuda/capture_rules.h"
 #include "kernels/cuda/stream.h"
 
 namespace rg::gpu {
@@ -32,9 +34,14 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // Starts recording the work queued on `stream` (its device's current stream by default).
-  void capture_begin(const Stream& stream);
-  void capture_begin(Device device) { capture_begin(current_stream(device)); }
+  // Starts recording the work queued on `stream` (its device's current stream by default), in
+  // `mode` (capture_rules.h: which threads' unsafe calls it forbids).
+  void capture_begin(const Stream& stream, CaptureMode mode = CaptureMode::per_thread);
+  void capture_begin(Device device, CaptureMode mode = CaptureMode::per_thread) {
+    capture_begin(current_stream(device), mode);
+  }
+  // Ends the capture; throws (cudaErrorStreamCaptureInvalidated, naming the call) when an unsafe
+  // call invalidated it, and the graph stays uncaptured.
   void capture_end();
   void capture_abort() noexcept;  // ends a capture and drops its recording (after an error)
   // Runs the recorded work on the stream captured, in order (asynchronously on cuda).
@@ -55,8 +62,8 @@ class Graph {
 // scope, the capture is ended and its recording dropped (the graph stays uncaptured).
 class GraphCapture {
  public:
-  GraphCapture(Graph& graph, Device device);
-  GraphCapture(Graph& graph, const Stream& stream);
+  GraphCapture(Graph& graph, Device device, CaptureMode mode = CaptureMode::per_thread);
+  GraphCapture(Graph& graph, const Stream& stream, CaptureMode mode = CaptureMode::per_thread);
   ~GraphCapture() noexcept(false);
   GraphCapture(const GraphCapture&) = delete;
   GraphCapture& operator=(const GraphCapture&) = delete;
@@ -66,13 +73,10 @@ class GraphCapture {
   int exceptions_ = 0;
 };
 
-// True while a stream of `device` captures a graph.
-bool is_capturing(Device device);
 // Throws rg::Error "<operation> is not allowed while stream ... of <device> is capturing a
-// graph" when a stream of `device` captures; called before work that needs the host (the
-// devices' copy, synchronize and empty_cache through capture_checked_device.h, streams, events).
+// graph" when a stream of `device` captures, by any thread: ringgrad's own rule for a replay.
 void check_not_capturing(Device device, const char* operation);
-// check_not_capturing for a synchronous copy between these devices (the device side's).
+// check_unsafe_call (capture_rules.h) for a synchronous copy between these devices.
 void check_copy_not_capturing(Device dst_device, Device src_device);
 // Graph replays run so far in this process (test instrumentation).
 uint64_t graph_replays();

@@ -3,8 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <mutex>
-#include <set>
-#include <utility>
 #include <vector>
 
 #include "kernels/cuda/check.h"
@@ -35,16 +33,13 @@ size_t max_shared_bytes_optin() {
 }
 
 void opt_in_dynamic_shared(const void* kernel) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> raised;
-  const int device = current_device();
-  const size_t optin = max_shared_bytes_optin();
-  std::lock_guard lock(mutex);
-  if (!raised.insert({kernel, device}).second) return;
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(optin - attr.sharedSizeBytes)));
+  opt_in_once(kernel, current_device(), [](const void* k, int) {
+    const size_t optin = max_shared_bytes_optin();
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, k));
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(optin - attr.sharedSizeBytes)));
+  });
 }
 
 void check_launch_shape(const char* name, dim3 grid, dim3 block, size_t shared_bytes, bool opt_in) {

@@ -7,9 +7,10 @@
 // loads the driver itself when first asked), and this file defines each cuBLAS / cuBLASLt /
 // NCCL entry point the project calls as an extern "C" trampoline with the header's exact
 // signature (the compiler checks it against the declaration: a C function cannot be
-// overloaded). Its first call dlopens the library by soname (RTLD_NOW | RTLD_LOCAL) and
-// dlsyms the real function, kept in a function-local static; a library that cannot be loaded
-// is an rg::Error naming it and dlerror(), thrown to the caller (a retry tries again).
+// overloaded). Its first call opens the library (library_search.cpp: RG_CUDA_LIBRARY_PATH, the
+// soname, the running Python's nvidia wheels, CUDA_HOME) and dlsyms the real function, kept in
+// a function-local static; a library that cannot be loaded is an rg::Error listing every place
+// tried, thrown to the caller (a retry tries again).
 //
 // cublas_v2.h #defines cublasCreate as cublasCreate_v2 (and Destroy, SetStream,
 // SetWorkspace): the trampolines carry the exported _v2 names, which are what callers reach.
@@ -27,12 +28,11 @@
 namespace rg::cuda {
 
 void* load_library_symbol(const char* soname, const char* symbol) {
-  // dlopen of a library already loaded only counts a reference: each trampoline opens it once.
-  void* library = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char* why = dlerror();
-    RG_FAIL("cuda: cannot load ", soname, " (for ", symbol, "): ", why ? why : "unknown error",
-            "; it comes with the CUDA toolkit (cuBLAS) or NCCL, and must be on the library path");
+  void* library = nullptr;
+  try {
+    library = open_cuda_library(soname);  // the search order of library_search.cpp
+  } catch (const Error& e) {
+    RG_FAIL(e.what(), "\n(", soname, " was needed for ", symbol, ")");
   }
   dlerror();  // clear, so a failing dlsym's message is its own
   void* function = dlsym(library, symbol);

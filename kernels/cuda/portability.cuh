@@ -44,6 +44,7 @@ using gpu_stream_t = cudaStream_t;
 // ======================================================================== g++: the sim device
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/interpreter.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 
 #define RG_SIM 1
@@ -168,6 +169,10 @@ inline int atomicMax(int* a, int v) {
   return old;
 }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// A device fault: ends the launch and poisons its device (kernels/sim/sticky_error.h).
+[[noreturn]] inline void __trap(::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  ::rg::sim::trap(site);
+}
 
 // ---- math intrinsics that <cmath> lacks
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
@@ -238,16 +243,19 @@ void run_on_sim(void (*kernel)(Params...), const sim::LaunchSpec& spec,
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) {
 #if RG_SIM
+  const void* entry = reinterpret_cast<const void*>(kernel);
+  if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(entry, cfg.stream);  // cuda's order
+  sim::check_sticky_error(sim::device_of_token(cfg.stream), "launch", cfg.name);
   sim::count_launch();
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   sim::LaunchSpec spec;
   spec.name = cfg.name;
-  spec.entry = reinterpret_cast<const void*>(kernel);
+  spec.entry = entry;
   spec.grid = cfg.grid;
   spec.block = cfg.block;
   spec.shared_bytes = cfg.shared_bytes;
   spec.uses_sync = cfg.uses_sync;
-  if (cfg.opt_in_shared) sim::opt_in_dynamic_shared(spec.entry);
+  spec.stream = cfg.stream;
   if (sim::is_delayed(cfg.stream)) {
     sim::enqueue(cfg.stream,
                  [kernel, spec, params]() mutable { run_on_sim(kernel, spec, params); });

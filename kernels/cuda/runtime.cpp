@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "kernels/cuda/capture_checked_device.h"
+#include "kernels/cuda/capture_rules.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
@@ -77,13 +78,20 @@ DeviceState& state(int index) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
     gpu::RawMemory raw;
+    // cudaMalloc: null when the device is full; any other failure (a capture's rules, a
+    // sticky error) is an rg::Error naming it, not an out-of-memory.
     raw.allocate = [](size_t n, int device) -> void* {
       set_device(device);
+      gpu::check_unsafe_call("cudaMalloc");
       void* p = nullptr;
-      if (cudaMalloc(&p, n) != cudaSuccess) {
-        cudaGetLastError();  // clear the sticky-free OOM error
+      const cudaError_t e = cudaMalloc(&p, n);
+      if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();  // clear the (not sticky) OOM error
         return nullptr;
       }
+      if (e != cudaSuccess)
+        RG_FAIL("cuda: cudaMalloc(", n, " bytes) on cuda:", device,
+                " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
       return p;
     };
     raw.release = [](void* p, int device) {
@@ -157,6 +165,8 @@ void* cublas_handle(int index, void* stream) {
   auto it = s.blas.find(stream);
   if (it != s.blas.end()) return it->second.first;
   set_device(index);
+  // It allocates: a potentially unsafe call while this thread captures (capture_rules.h).
+  gpu::check_unsafe_call("cublasCreate (the first cuBLAS call on a stream)");
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(stream)));
@@ -177,6 +187,7 @@ BlasLt cublaslt_for(int index, void* stream) {
   std::lock_guard<std::mutex> lock(s.blas_mutex);
   if (!s.lt) {
     set_device(index);
+    gpu::check_unsafe_call("cublasLtCreate (the device's first cuBLASLt call)");
     CUBLAS_CHECK(cublasLtCreate(&s.lt));
   }
   return {s.lt, s.blas.at(stream).second, kBlasWorkspace};

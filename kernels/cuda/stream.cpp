@@ -10,6 +10,7 @@
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/graph.h"
 #include "kernels/sim/device.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 #if RG_WITH_CUDA
 #include <cuda_runtime.h>
@@ -48,7 +49,7 @@ Stream compute_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::compute_stream(d.index)};
 #endif
-  return Stream{d, sim::kComputeStream};
+  return Stream{d, sim::compute_token(d.index)};
 }
 
 Stream comm_stream(Device d) {
@@ -56,7 +57,7 @@ Stream comm_stream(Device d) {
 #if RG_WITH_CUDA
   if (d.is_cuda()) return Stream{d, cuda::comm_stream(d.index)};
 #endif
-  return Stream{d, sim::kCommStream};
+  return Stream{d, sim::comm_token(d.index)};
 }
 
 Stream current_stream(Device d) {
@@ -74,11 +75,14 @@ bool current_stream_defers_host_access(Device d) {
 }
 
 void synchronize(const Stream& s) {
-  check_not_capturing(s.device, "stream synchronize");
+  check_stream_not_capturing(s, "stream synchronize");
 #if RG_WITH_CUDA
   if (s.device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)));
 #endif
-  if (s.device.is_sim()) sim::drain(s.handle);
+  if (s.device.is_sim()) {
+    sim::check_sticky_error(s.device.index, "cudaStreamSynchronize");
+    sim::drain(s.handle);
+  }
   count_host_sync(s.device);
   check_device_errors(s.device);
 }
@@ -98,7 +102,7 @@ StreamGuard::~StreamGuard() {
   has_override[t][i] = had_previous_;
 }
 
-Event::Event(Device device, bool timing) : device_(device) {
+Event::Event(Device device, bool timing) : device_(device), timing_(timing) {
   check_gpu_device(device, "Event");
 #if RG_WITH_CUDA
   if (device.is_cuda()) {
@@ -126,9 +130,17 @@ void Event::record(const Stream& s) {
     return;
   }
 #endif
+  sim::check_sticky_error(device_.index, "cudaEventRecord");
   sim_stream_ = s.handle;
+  if (!timing_) {
+    sim_ticket_ = sim::ticket(s.handle);
+    return;
+  }
+  // A new clock each record: a stamp still queued for an earlier record writes the old one.
+  auto time = std::make_shared<double>(now_ms());
+  sim_time_ms_ = time;
+  if (sim::is_delayed(s.handle)) sim::enqueue(s.handle, [time] { *time = now_ms(); });
   sim_ticket_ = sim::ticket(s.handle);
-  host_time_ms_ = now_ms();
 }
 
 void Event::wait(const Stream& s) const {
@@ -145,15 +157,19 @@ void Event::wait(const Stream& s) const {
 }
 
 void Event::synchronize() const {
-  check_not_capturing(device_, "event synchronize");
+  check_unsafe_call("event synchronize");
 #if RG_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif
-  if (!handle_) sim::run_until(sim_stream_, sim_ticket_);
+  if (!handle_) {
+    sim::check_sticky_error(device_.index, "cudaEventSynchronize");
+    sim::run_until(sim_stream_, sim_ticket_);
+  }
   count_host_sync(device_);
 }
 
 bool Event::query() const {
+  check_unsafe_call("event query (cudaEventQuery)");
 #if RG_WITH_CUDA
   if (handle_) {
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
@@ -162,6 +178,7 @@ bool Event::query() const {
     return true;
   }
 #endif
+  sim::check_sticky_error(device_.index, "cudaEventQuery");
   return sim::reached(sim_stream_, sim_ticket_);
 }
 
@@ -174,7 +191,11 @@ float Event::elapsed_ms(const Event& end) const {
     return ms;
   }
 #endif
-  return static_cast<float>(end.host_time_ms_ - host_time_ms_);
+  RG_CHECK(sim_time_ms_ && end.sim_time_ms_,
+           "Event::elapsed_ms: both events must be recorded with timing = true");
+  RG_CHECK(query() && end.query(),
+           "Event::elapsed_ms: an event's work is not complete yet (cudaErrorNotReady)");
+  return static_cast<float>(*end.sim_time_ms_ - *sim_time_ms_);
 }
 
 void record_stream(const Tensor& t, const Stream& stream) {

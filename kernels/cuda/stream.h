@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/device.h"
 #include "core/device_interface.h"
@@ -19,7 +20,7 @@ namespace rg::gpu {
 
 struct Stream {
   Device device;
-  void* handle = nullptr;  // cudaStream_t on cuda; null on sim
+  void* handle = nullptr;  // cudaStream_t on cuda; a token naming the device on sim
 };
 
 Stream compute_stream(Device device);
@@ -56,16 +57,20 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   void record(const Stream& stream);
-  void wait(const Stream& stream) const;     // work queued on `stream` later waits for this event
-  void synchronize() const;                  // the host waits
-  bool query() const;                        // true once the recorded work is done
-  float elapsed_ms(const Event& end) const;  // both recorded with timing = true
+  void wait(const Stream& stream) const;  // work queued on `stream` later waits for this event
+  void synchronize() const;               // the host waits
+  bool query() const;                     // true once the recorded work is done
+  // Device time from this event to `end`, both recorded with timing = true and complete. On
+  // sim a timing event holds the host's clock when its stream reached it (on the delayed
+  // communication stream: when the queue ran that far, not when it was recorded).
+  float elapsed_ms(const Event& end) const;
 
  private:
   Device device_;
-  void* handle_ = nullptr;      // cudaEvent_t on cuda
-  double host_time_ms_ = 0;     // sim
-  void* sim_stream_ = nullptr;  // sim: the stream recorded on, and its queue position then
+  bool timing_ = false;
+  void* handle_ = nullptr;               // cudaEvent_t on cuda
+  std::shared_ptr<double> sim_time_ms_;  // sim, timing
+  void* sim_stream_ = nullptr;           // sim: the stream recorded on, and its queue position then
   uint64_t sim_ticket_ = 0;
 };
 

@@ -1,13 +1,10 @@
 // The sim device: device memory is host memory served by the same caching allocator as
-// cuda (aligned malloc underneath), copies are memcpy, and streams run in order on the
-// calling thread, so synchronize has nothing to wait for -- except in delayed-stream mode
-// (stream_queue.h), where a synchronous copy first runs what its stream has queued. Registered by
-// register_builtin_backends (kernels/builtin.h).
+// cuda (device_memory.cpp underneath: aligned malloc, capped by RG_SIM_DEVICE_MEMORY), copies
+// are memcpy, and streams run in order on the calling thread, so synchronize has nothing to
+// wait for -- except in delayed-stream mode (stream_queue.h), where a synchronous copy first
+// runs what its stream has queued. Registered by register_builtin_backends (kernels/builtin.h).
 #include "kernels/sim/device.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -18,38 +15,18 @@
 #include "kernels/cuda/device_errors.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/sim/check/check.h"
+#include "kernels/sim/sticky_error.h"
 #include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
 
 namespace {
 
-size_t host_memory(int) {
-  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
-// With sim-check, each block has red zones of check::kRedZone bytes on both sides, so an
-// overrun lands in memory sim-check knows, not in a neighbouring block.
-void* raw_allocate(size_t n, int) {
-  n = (n + 255) & ~size_t(255);
-  if (!check::instrumented()) return std::aligned_alloc(256, n);
-  auto* base = static_cast<char*>(std::aligned_alloc(256, n + 2 * check::kRedZone));
-  if (!base) return nullptr;
-  check::on_raw_alloc(base + check::kRedZone, n);
-  return base + check::kRedZone;
-}
-
-void raw_release(void* p, int) {
-  if (!check::instrumented()) return std::free(p);
-  check::on_raw_free(p);
-  std::free(static_cast<char*>(p) - check::kRedZone);
-}
-
 gpu::RawMemory raw_host_memory() {
   gpu::RawMemory raw;
   raw.allocate = raw_allocate;
   raw.release = raw_release;
-  raw.total = host_memory;
+  raw.total = total_memory;
   raw.record_event = record_queue_event;
   raw.event_done = queue_event_done;
   raw.event_synchronize = queue_event_synchronize;
@@ -91,6 +68,7 @@ void register_sim_device() {
   d.block_bytes = gpu::CachingAllocator::size_class;
   d.copy = [](void* dst, Device dst_device, const void* src, Device src_device, size_t n) {
     Device side = dst_device.is_sim() ? dst_device : src_device;
+    check_sticky_error(side.index, "cudaMemcpy");
     if (sim::delayed_streams()) drain(gpu::current_stream(side).handle);
     if (n) std::memmove(dst, src, n);
     check::mark_written(dst, n);
@@ -98,6 +76,7 @@ void register_sim_device() {
     if (dst_device.is_cpu()) gpu::check_device_errors(side);
   };
   d.synchronize = [](int index) {
+    check_sticky_error(index, "cudaDeviceSynchronize");
     drain_all();
     gpu::count_host_sync(Device(DeviceType::sim, index));
     gpu::check_device_errors(Device(DeviceType::sim, index));
@@ -120,7 +99,5 @@ gpu::CachingAllocator& allocator(int index) {
         std::make_unique<gpu::CachingAllocator>(str("sim:", index), raw_host_memory(), index);
   return *slots[index];
 }
-
-size_t total_memory(int index) { return host_memory(index); }
 
 }  // namespace rg::sim

@@ -18,6 +18,8 @@
 #include "core/error.h"
 #include "kernels/sim/check/check.h"
 #include "kernels/sim/fiber_switch.h"
+#include "kernels/sim/sticky_error.h"
+#include "kernels/sim/stream_queue.h"
 
 namespace rg::sim {
 
@@ -381,13 +383,19 @@ size_t max_dynamic_shared(const void* entry) {
   return it == a.bytes.end() ? max_shared_bytes() : std::max(it->second, max_shared_bytes());
 }
 
-void opt_in_dynamic_shared(const void* entry) {
-  SharedAttributes& a = shared_attributes();
-  std::lock_guard lock(a.mutex);
-  a.bytes.try_emplace(entry, kMaxSharedBytesOptin);
+void opt_in_dynamic_shared(const void* entry, void* stream) {
+  opt_in_once(entry, device_of_token(stream), [](const void* e, int device) {
+    check_sticky_error(device, "cudaFuncSetAttribute");  // fails there as on a GPU
+    SharedAttributes& a = shared_attributes();
+    std::lock_guard lock(a.mutex);
+    a.bytes.try_emplace(e, kMaxSharedBytesOptin);
+  });
 }
 
+const LaunchSpec* current_launch() { return worker().spec; }
+
 void run_grid(const LaunchSpec& spec, KernelBody body) {
+  check_sticky_error(device_of_token(spec.stream), "launch", spec.name);
   check_launch(spec);
   Worker& w = worker();
   RG_CHECK(w.mode == Mode::idle, "sim: kernel '", spec.name, "' launched from inside kernel '",

@@ -53,7 +53,8 @@ struct LaunchSpec {
   const void* entry = nullptr;  // the kernel function (sim-check names it for occupancy)
   dim3 grid, block;
   size_t shared_bytes = 0;
-  bool uses_sync = true;  // false: run the threads of a block as a plain loop, no fibers
+  bool uses_sync = true;   // false: run the threads of a block as a plain loop, no fibers
+  void* stream = nullptr;  // the stream token launched on: its device (sticky_error.h)
 };
 
 // The sim device's opt-in limit of shared memory per block: an H200's 227 KiB
@@ -67,12 +68,16 @@ void set_max_dynamic_shared(const void* entry, size_t bytes);
 // The dynamic shared memory a launch of `entry` may ask for.
 size_t max_dynamic_shared(const void* entry);
 // launch()'s opt-in (LaunchConfig::opt_in_shared): raises `entry`'s attribute to
-// kMaxSharedBytesOptin, once per kernel.
-void opt_in_dynamic_shared(const void* entry);
+// kMaxSharedBytesOptin, once per kernel and device (the stream token's; opt_in_once). Like
+// cudaFuncSetAttribute it fails on a device with a sticky error.
+void opt_in_dynamic_shared(const void* entry, void* stream);
 
 // Runs the whole grid on the calling thread; throws rg::Error on a bad launch or a sync
-// error, or rethrows what the kernel threw.
+// error, or rethrows what the kernel threw. A launch on a device with a sticky error
+// (sticky_error.h) throws it instead.
 void run_grid(const LaunchSpec& spec, KernelBody body);
+// The launch the calling thread is running (null outside one).
+const LaunchSpec* current_launch();
 
 // ---- sync points, called from kernel code
 
@@ -94,6 +99,9 @@ struct CallSite {
 };
 
 void syncthreads(CallSite site);
+// The dialect's __trap(): ends the launch with cudaErrorLaunchFailure, naming the kernel,
+// block, thread and line, and poisons the launch's device (sticky_error.h).
+[[noreturn]] void trap(CallSite site);
 
 enum class WarpOpKind : uint8_t {
   sync,

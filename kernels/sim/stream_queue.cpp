@@ -1,4 +1,4 @@
-// See stream_queue.h. One queue (the communication stream's), shared by all sim devices and
+// See stream_queue.h. One queue (the communication streams'), shared by all sim devices and
 // host threads; a mutex keeps its order, and work runs with the mutex held, one item at a
 // time, so two threads draining it never reorder it.
 #include "kernels/sim/stream_queue.h"
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "kernels/cuda/capture_rules.h"
 
 namespace rg::sim {
 
@@ -40,7 +41,7 @@ void set_delayed_streams(bool on) {
 bool delayed_streams() { return g_delayed; }
 
 bool is_delayed(void* stream) {
-  return (g_delayed && stream == kCommStream) || (stream && stream == g_capture_stream.load());
+  return (g_delayed && is_comm_token(stream)) || (stream && stream == g_capture_stream.load());
 }
 
 void enqueue(void* stream, std::function<void()> work) {
@@ -78,21 +79,21 @@ void count_launch() { g_launches.fetch_add(1, std::memory_order_relaxed); }
 uint64_t launches() { return g_launches.load(std::memory_order_relaxed); }
 
 uint64_t ticket(void* stream) {
-  if (stream != kCommStream) return 0;
+  if (!is_comm_token(stream)) return 0;
   Queue& q = comm_queue();
   std::lock_guard<std::recursive_mutex> lock(q.mutex);
   return q.queued;
 }
 
 bool reached(void* stream, uint64_t ticket) {
-  if (stream != kCommStream) return true;
+  if (!is_comm_token(stream)) return true;
   Queue& q = comm_queue();
   std::lock_guard<std::recursive_mutex> lock(q.mutex);
   return q.done >= ticket;
 }
 
 void run_until(void* stream, uint64_t ticket) {
-  if (stream != kCommStream) return;
+  if (!is_comm_token(stream)) return;
   Queue& q = comm_queue();
   std::lock_guard<std::recursive_mutex> lock(q.mutex);
   while (q.done < ticket && !q.pending.empty()) {
@@ -127,7 +128,7 @@ struct QueueEvent {
 }  // namespace
 
 void* record_queue_event(void* stream, int) noexcept {
-  if (!g_delayed || stream != kCommStream) return nullptr;  // a capturing stream has no queue
+  if (!g_delayed || !is_comm_token(stream)) return nullptr;  // a capturing stream has no queue
   try {
     return new QueueEvent{stream, ticket(stream)};
   } catch (...) {  // no memory for the event: run the queue instead
@@ -136,7 +137,11 @@ void* record_queue_event(void* stream, int) noexcept {
   }
 }
 
+// sim's cudaEventQuery: as on a GPU, a potentially unsafe call while a stream captures
+// (kernels/cuda/capture_rules.h); refused, it invalidates the capture and reports not done.
 bool queue_event_done(void* event) noexcept {
+  if (!gpu::unsafe_call_allowed("cudaEventQuery (the caching allocator's record_stream event)"))
+    return false;
   auto* e = static_cast<QueueEvent*>(event);
   return reached(e->stream, e->ticket);
 }
@@ -144,6 +149,7 @@ bool queue_event_done(void* event) noexcept {
 // Runs the queue up to the event (all of it for null). A kernel that throws on the way has
 // no one to report to here: its error is dropped, as a GPU's would surface only later.
 void queue_event_synchronize(void* event) noexcept {
+  if (!gpu::unsafe_call_allowed("cudaEventSynchronize (a record_stream event)")) return;
   auto* e = static_cast<QueueEvent*>(event);
   try {
     e ? run_until(e->stream, e->ticket) : drain_all();

@@ -8,7 +8,8 @@
 // the communication stream has yet to read it -- shows as wrong values, as on a GPU.
 // Graph capture (kernels/cuda/graph.h) uses the same hooks: while a stream captures, the
 // work queued on it is appended to the graph's list instead of run (is_delayed is true).
-// Stream handles on sim are tokens: kComputeStream, kCommStream (null: no stream, at once).
+// Stream handles on sim are tokens naming the device: compute_token(i) and comm_token(i) of
+// sim:i (null: no stream, at once). The communication streams of all devices share one queue.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,8 +17,16 @@
 
 namespace rg::sim {
 
-inline void* const kComputeStream = reinterpret_cast<void*>(1);
-inline void* const kCommStream = reinterpret_cast<void*>(2);
+inline void* compute_token(int index) { return reinterpret_cast<void*>(uintptr_t(4 * index + 1)); }
+inline void* comm_token(int index) { return reinterpret_cast<void*>(uintptr_t(4 * index + 2)); }
+inline bool is_comm_token(void* stream) { return (reinterpret_cast<uintptr_t>(stream) & 3) == 2; }
+// The sim device a token names; 0 for null (no stream).
+inline int device_of_token(void* stream) {
+  return stream ? int((reinterpret_cast<uintptr_t>(stream) - 1) / 4) : 0;
+}
+// sim:0's streams.
+inline void* const kComputeStream = compute_token(0);
+inline void* const kCommStream = comm_token(0);
 
 void set_delayed_streams(bool on);  // drains the queue when turned off
 bool delayed_streams();

@@ -1,6 +1,7 @@
 // The transport under DDP without autograd: the collectives' local arithmetic through the
-// kernel table on host-memory devices (cpu, sim), the bucket plan, and BucketTransport's
-// in-order launches and waits on a threads group.
+// kernel table on host-memory devices (cpu, sim), the bucket plan, BucketTransport's
+// in-order launches and waits on a threads group, and its device-event figures when the
+// collectives run on device streams (sim's delayed communication stream).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,7 +11,10 @@
 
 #include "dist/bucket_transport.h"
 #include "dist/buffer_math.h"
+#include "dist/stream_work.h"
 #include "dist/threads_group.h"
+#include "kernels/builtin.h"
+#include "kernels/sim/stream_queue.h"
 #include "ops/ops.h"
 
 using namespace rg;
@@ -145,4 +149,68 @@ TEST_CASE("BucketTransport: slots, launches strictly in bucket order, averaged r
     RG_CHECK(!transport.all_launched(), "reset: nothing launched");
     RG_CHECK(transport.mark_filled(2), "reset: member 2 completes bucket 0 again");
   }));
+}
+
+namespace {
+
+// A bucket's "collective" on sim's delayed communication stream, as on a GPU: queued there
+// between its started and done timing events, and run only when a stream waits for it.
+std::shared_ptr<Work> queued_on_comm_hook(ProcessGroup&, const Tensor& bucket) {
+  const Device device = bucket.device();
+  const gpu::Stream comm = gpu::comm_stream(device);
+  auto work = std::make_shared<StreamWork>(device);
+  auto started = std::make_shared<gpu::Event>(device, true);
+  auto done = std::make_shared<gpu::Event>(device, true);
+  started->record(comm);
+  {
+    gpu::StreamGuard on_comm(comm);
+    kernel_table(DeviceType::sim).fill(bucket, 2.0);
+  }
+  done->record(comm);
+  work->set_started(started);
+  work->set_done(done);
+  work->finish();  // queued: wait() orders the waiter's stream
+  return work;
+}
+
+// Two buckets of one member each: bucket 0 launched during "backward", bucket 1 at its end.
+// `drain_during_backward`: the communication stream runs bucket 0 before backward ends.
+BucketStats round_on_device_streams(ProcessGroup& pg, bool drain_during_backward) {
+  const Device device(DeviceType::sim, 0);
+  std::vector<Tensor> members{empty({4096}, DType::f32, device), empty({4096}, DType::f32, device)};
+  BucketTransport transport(pg, queued_on_comm_hook, nullptr);
+  transport.assign(members, {{0}, {1}});
+  const auto started = BucketTransport::Clock::now();
+  transport.mark_filled(0);
+  transport.launch_ready();
+  if (drain_during_backward) gpu::synchronize(gpu::comm_stream(device));
+  Tensor backward_work = empty({1 << 16}, DType::f32, device);
+  kernel_table(DeviceType::sim).fill(backward_work, 1.0);  // on the compute stream, now
+  transport.mark_filled(1);
+  transport.mark_backward_end();
+  const auto ended = BucketTransport::Clock::now();
+  transport.launch_ready();
+  transport.wait_all(started, ended);  // compute waits for comm: sim runs the queue now
+  synchronize(device);
+  RG_CHECK(transport.slot(0).to_vector<float>()[0] == 2.0f, "the collective ran");
+  return transport.stats();
+}
+
+}  // namespace
+
+TEST_CASE("BucketTransport on device streams: the hidden share is measured by device events") {
+  // The host launches a bucket during backward, but the device communicates later: the
+  // host's clock (launch to the end of backward) would call that communication hidden.
+  sim::DelayedStreamsScope delayed;
+  BucketStats late, early;
+  CHECK_NOTHROW(run_threads(1, [&](ProcessGroup& pg) {
+    late = round_on_device_streams(pg, false);
+    early = round_on_device_streams(pg, true);
+  }));
+  CHECK(std::string(late.clock) == "device events");
+  CHECK(late.comm_seconds > 0);
+  CHECK(late.hidden_seconds == 0);  // every collective ran after backward's end event
+  CHECK(std::string(early.clock) == "device events");
+  CHECK(early.hidden_seconds > 0);                   // bucket 0's collective ran before it
+  CHECK(early.hidden_seconds < early.comm_seconds);  // bucket 1's after
 }

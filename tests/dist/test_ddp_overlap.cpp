@@ -10,9 +10,10 @@
 //   - the compute stream has not waited for any communication: no backward kernel queued
 //     so far, or later, is ordered after communication work;
 // and after backward: the compute stream waited for communication exactly once (the
-// finalize), the averaged gradients are right, and the step took at most one host
-// synchronization (the loss read). A plain all-reduce's wait() orders the caller's stream
-// after the collective (one compute wait, no host synchronization), as in PyTorch.
+// finalize), the averaged gradients are right, the step took at most one host
+// synchronization (the loss read), and the reducer's hidden share comes from device events. A plain
+// all-reduce's wait() orders the caller's stream after the collective (one compute wait, no host
+// synchronization), as in PyTorch.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -52,6 +53,9 @@ struct Seen {
   uint64_t host_syncs_in_step = 0;
   std::vector<float> grads;  // first element of each averaged gradient
   bool rebuilt = false;      // the buckets were rebuilt (rank 0's order, broadcast on sim)
+  std::string clock;         // what the last step's hidden share was measured by
+  double hidden_seconds = 0;
+  double comm_seconds = 0;
 };
 
 double weight(int k) { return 1.0 + 0.5 * k; }
@@ -112,6 +116,9 @@ void run_rank(int rank, std::shared_ptr<test::SimWire> wire, Meeting& meeting, S
     loss.backward();
     (void)loss.item();
     seen.host_syncs_in_step = gpu::host_syncs(device) - syncs_at_start;
+    seen.clock = reducer.stats().clock;  // the loss read completed the step's events
+    seen.hidden_seconds = reducer.stats().hidden_seconds;
+    seen.comm_seconds = reducer.stats().comm_seconds;
     seen.waits_in_step = sim::waits_on_comm(rank) - waits_at_start;
   }
   for (const Tensor& p : params) seen.grads.push_back(p.grad().to(kCPU).data<float>()[0]);
@@ -138,6 +145,11 @@ TEST_CASE("ddp overlap on device streams: backward never waits for communication
     CHECK(seen[r].waits_in_step == 1);
     CHECK(seen[r].host_syncs_in_step <= 1);
     CHECK(seen[r].rebuilt);
+    // Measured by device events: bucket 0's collective began on the communication stream
+    // while backward was paused in the hook, so part of it precedes backward's end event.
+    CHECK(seen[r].clock == "device events");
+    CHECK(seen[r].hidden_seconds > 0);
+    CHECK(seen[r].hidden_seconds <= seen[r].comm_seconds);
     REQUIRE(seen[r].grads.size() == kParams);
     for (int k = 0; k < kParams; ++k)  // d sum(x prod w) / d w_k, averaged over x = 1, 2
       CHECK(seen[r].grads[k] == doctest::Approx(1.5 * product / weight(k)));

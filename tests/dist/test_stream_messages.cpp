@@ -14,6 +14,7 @@
 #include "kernels/builtin.h"
 #include "kernels/sim/stream_queue.h"
 #include "ops/ops.h"
+#include "tests/sim_fault.h"
 
 using namespace rg;
 using namespace rg::dist;
@@ -153,4 +154,25 @@ TEST_CASE("stream watchdog: the backend's asynchronous error counts as late") {
   CHECK(reported.error.find("peer 5 is gone") != std::string::npos);
   gpu::synchronize(messages.comm());
   CHECK_THROWS_WITH(StreamWatchdog(nullptr), doctest::Contains("on_late is empty"));
+}
+
+TEST_CASE("stream watchdog: a sticky device error fails the watch naming the peer") {
+  // On cuda a fault makes every later cudaEventQuery fail: the watchdog's poll must report
+  // it as the collective's failure, not let it escape its thread (std::terminate).
+  const Device device(DeviceType::sim, 3);
+  sim::DelayedStreamsScope delayed;
+  test::ClearStickyError clear{device.index};  // before the scope drains the queue
+  StreamMessages messages(gpu::comm_stream(device));
+  Reported reported;
+  StreamWatchdog watchdog(reported.callback());
+  Tensor t = zeros({1000}, DType::f32, device);
+  hand_back_on_comm(messages, t, 6, 13);  // not done: the communication stream waits
+  CHECK(test::fault_device(device).find("__trap()") != std::string::npos);
+  watchdog.watch(messages.take(), Clock::now() + std::chrono::seconds(10));
+  REQUIRE(reported.wait());
+  CHECK(reported.late->peer == 6);
+  CHECK(reported.late->env.seq == 13);
+  CHECK(reported.error.find("cudaEventQuery on sim:3 failed") != std::string::npos);
+  CHECK(reported.error.find("cudaErrorLaunchFailure") != std::string::npos);
+  CHECK(watchdog.fired());
 }

@@ -226,3 +226,47 @@ TEST_CASE("caching allocator: a graph pool's blocks return to it only, until rel
   a.empty_cache();  // every block back to the system (no leak under ASan)
   CHECK(a.stats().reserved == 0);
 }
+
+TEST_CASE("sim graph: a bad index inside any replay is reported, not only the first") {
+  // The kernels' device-error slots (kernels/cuda/device_errors.h) are the graph's: each
+  // replay arms them again for the next synchronization.
+  Tensor weight = input(12, {4, 3});
+  Tensor ids = tensor(std::vector<int64_t>{0, 1, 2, 3, 1}).to(kSim);
+  (void)embedding(weight, ids).to(kCPU);  // eager first: nothing pending
+  gpu::Graph graph;
+  Tensor out;
+  {
+    gpu::GraphCapture capture(graph, kSim);
+    out = embedding(weight, ids);
+  }
+  graph.replay();
+  synchronize(kSim);  // the first replay's slot: no error
+  for (int replay = 2; replay <= 3; ++replay) {
+    CAPTURE(replay);
+    ids.copy_(tensor(std::vector<int64_t>{0, 1, 2, 3, 1}).to(kSim));
+    graph.replay();
+    CHECK_NOTHROW(synchronize(kSim));
+    ids.copy_(tensor(std::vector<int64_t>{0, 7, 2, 3, 1}).to(kSim));
+    graph.replay();
+    CHECK(error_of([] { synchronize(kSim); }) ==
+          "embedding: index 7 out of range for vocab size 4");
+  }
+  CHECK_NOTHROW(synchronize(kSim));  // reported once
+}
+
+TEST_CASE("sim graph: a capture can claim device-error slots before any eager one") {
+  // The ring of slots is made before the capture begins (a synchronous copy zeroes it).
+  const Device fresh(DeviceType::sim, 7);
+  Generator gen{13, 0};
+  Tensor weight = randn({4, 3}, DType::f32, fresh, &gen);
+  Tensor ids = tensor(std::vector<int64_t>{0, 9}).to(fresh);
+  gpu::Graph graph;
+  Tensor out;
+  {
+    gpu::GraphCapture capture(graph, fresh);
+    out = embedding(weight, ids);
+  }
+  graph.replay();
+  CHECK(error_of([&] { synchronize(fresh); }) ==
+        "embedding: index 9 out of range for vocab size 4");
+}

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "kernels/cuda/capture_rules.h"
 #include "kernels/sim/check/check.h"
@@ -20,7 +21,6 @@ namespace rg::sim {
 
 namespace {
 
-constexpr int kDevices = 16;
 
 size_t host_memory() {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -33,8 +33,8 @@ struct Reserved {
   std::unordered_map<void*, size_t> sizes;
 };
 Reserved& reserved(int index) {
-  static Reserved* devices = new Reserved[kDevices];  // never destroyed: frees after main
-  RG_CHECK(index >= 0 && index < kDevices, "sim: device index ", index, " out of range");
+  static Reserved* devices = new Reserved[kMaxDeviceIndex];  // never destroyed: frees after main
+  RG_CHECK(index >= 0 && index < kMaxDeviceIndex, "sim: device index ", index, " out of range");
   return devices[index];
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "kernels/sim/interpreter.h"
 #include "kernels/sim/stream_queue.h"
@@ -13,14 +14,13 @@ namespace rg::sim {
 
 namespace {
 
-constexpr int kDevices = 16;
 std::mutex g_mutex;
-std::string g_errors[kDevices];
+std::string g_errors[kMaxDeviceIndex];
 std::atomic<int> g_poisoned{0};
 
 int slot(int index) {
-  RG_CHECK(index >= 0 && index < kDevices, "sim: device index ", index, " out of range [0, ",
-           kDevices, ")");
+  RG_CHECK(index >= 0 && index < kMaxDeviceIndex, "sim: device index ", index, " out of range [0, ",
+           kMaxDeviceIndex, ")");
   return index;
 }
 

@@ -68,7 +68,7 @@ Run run_command(std::vector<std::string> args, std::chrono::seconds limit, rlim_
 
 std::string path_of(const char* variable) {
   const char* p = std::getenv(variable);
-  REQUIRE_MESSAGE(p, std::string(variable) + " is not set (run the test through meson)");
+  REQUIRE_MESSAGE(p, (std::string(variable) + " is not set (run the test through meson)"));
   return p;
 }
 

@@ -8,6 +8,7 @@
 set -u
 RGRUN=$1
 RGTRAIN=$2
+BUILD_KIND=${3:-plain}  # sanitized: a quarter of the steps (the sanitizers run ~4x slower)
 DIR=$(dirname "${BASH_SOURCE[0]}")
 source "$DIR/job_helpers.sh"  # TMP, FAILS, ok, bad, expect, has, start_job, wait_for, rank_pid
 export RG_DIST_TIMEOUT=30
@@ -15,7 +16,8 @@ FLOODER=
 trap '[ -n "$FLOODER" ] && kill -KILL "$FLOODER" 2>/dev/null; cleanup' EXIT
 # Long enough (~2-5 s plainly) for the flood to reach full strength while it trains; a
 # machine fast enough to finish first runs the flooded job again with 4x the steps.
-STEPS=8000
+STEPS=8000  # long enough for the flood to reach full strength while the job trains
+[ "$BUILD_KIND" = sanitized ] && STEPS=2000
 MODEL=(--layers 1 --heads 2 --width 16 --digits 1 --global-batch 8 --micro-batch 2 --threads 1
        --eval-every 0 --warmup 2 --print-every 50 --checkpoint-every 200)
 count() { ls "$1" 2>/dev/null | wc -l; }

@@ -108,7 +108,8 @@ echo "flooded run: rank 0 had at most $MAX_T threads and $MAX_F descriptors;" \
 expect "flooded run succeeds" [ "$RC" = 0 ]
 [ "$RC" = 0 ] || tail -n 30 "$OUT"
 expect "flooded run: the same step losses" cmp -s <(losses "$TMP/plain.out") <(losses "$OUT")
-expect "flooded run: some step losses were compared" [ "$(losses "$OUT" | wc -l)" -ge 100 ]
+# (a line every 50 steps: at least 5/8 of them)
+expect "flooded run: some step losses were compared" [ "$(losses "$OUT" | wc -l)" -ge $((STEPS / 80)) ]
 expect "flooded run: the same final checkpoint (but the run id)" \
   python3 "$(dirname "$0")/same_checkpoint.py" "$TMP/plain/ckpt.safetensors" \
   "$TMP/flood/ckpt.safetensors"

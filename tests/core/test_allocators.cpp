@@ -25,8 +25,15 @@ void* operator new(size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+// The nothrow form too (std::stable_sort's temporary buffer uses it), so that every form the
+// replaced deletes free comes from malloc: AddressSanitizer's own would be a mismatch.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  g_operator_new_calls.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 // Under AddressSanitizer a failed allocation must come back as null, as from glibc, not
 // abort the process: this test is about what the library does then.

@@ -159,7 +159,7 @@ void print_main(Ranks ranks, const DdpSetup& setup, int rounds) {
   std::printf(
       "all-reduce per step: %.2f ms over %zu buckets, %.0f%% hidden behind backward "
       "(measured by %s; goal >= 70%% with >= 8 buckets)\n",
-      median(comm), ddp.buckets, 100 * median(hidden), ddp.clock.c_str());
+      median(comm), ddp.buckets, 100 * median(hidden), ddp.clock);
   std::printf("CPU per synchronized step: rank thread +%.2f ms over a no_sync step",
               median(rank_cpu));
   if (median(comm_cpu) >= 0) std::printf(", communication thread %.2f ms", median(comm_cpu));

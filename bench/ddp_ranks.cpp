@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench/tcp_ranks.h"
@@ -136,7 +137,7 @@ DdpResult train(dist::ProcessGroup& group, const DdpSetup& setup) {
   r.buffers_lent = ddp ? ddp->reducer().stats().buffers_lent : 0;
   r.comm_ms = 1e3 * comm / setup.steps;
   r.hidden_fraction = comm > 0 ? hidden / comm : 0;
-  r.clock = clock;
+  std::snprintf(r.clock, sizeof r.clock, "%s", clock.c_str());
   r.buckets = ddp ? ddp->reducer().bucket_count() : 0;
   if (!device.is_cpu())
     r.host_syncs_per_step =
@@ -170,6 +171,7 @@ std::shared_ptr<dist::ProcessGroup> nccl_rank(std::shared_ptr<dist::Store> store
 }
 
 DdpResult on_processes(const DdpSetup& setup, bool nccl) {
+  static_assert(std::is_trivially_copyable_v<DdpResult>, "the result crosses a pipe as bytes");
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   // pinned before the group: its communication thread inherits the core

@@ -48,8 +48,9 @@ struct DdpResult {
   size_t buffers_lent = 0;
   double host_syncs_per_step = 0;  // device runs: host synchronizations (1 = the loss read)
   // What comm_ms and hidden_fraction were measured with (BucketStats::clock): "device events"
-  // where the collectives run on device streams, "host clock" elsewhere.
-  std::string clock = "host clock";
+  // where the collectives run on device streams, "host clock" elsewhere. An array, not a
+  // string: a forked rank sends this struct through a pipe as bytes (on_processes).
+  char clock[24] = "host clock";
 };
 
 constexpr int kBatch = 4, kContext = 64, kVocab = 512;

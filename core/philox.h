@@ -30,14 +30,17 @@ RG_HOST_DEVICE inline uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t* 
 // (k0 low, k1 high), as Random123 defines it (tests/core/test_philox.cpp: its published
 // known-answer vectors).
 RG_HOST_DEVICE inline PhiloxOutput philox4x32_10_block(const uint32_t ctr[4], uint32_t k0,
-                                                      uint32_t k1) {
+                                                       uint32_t k1) {
   uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, hi1;
     uint32_t lo0 = philox_mulhilo(0xD2511F53u, c0, &hi0);
     uint32_t lo1 = philox_mulhilo(0xCD9E8D57u, c2, &hi1);
     uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
@@ -46,8 +49,8 @@ RG_HOST_DEVICE inline PhiloxOutput philox4x32_10_block(const uint32_t ctr[4], ui
 
 // Four 32-bit random words for (seed, counter): the counter's upper 64 bits are 0.
 RG_HOST_DEVICE inline PhiloxOutput philox4x32_10(uint64_t seed, uint64_t counter) {
-  const uint32_t ctr[4] = {static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32),
-                           0, 0};
+  const uint32_t ctr[4] = {static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0,
+                           0};
   return philox4x32_10_block(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 

@@ -16,7 +16,7 @@
 #include "kernels/cpu/simd.h"  // before Eigen, which would read immintrin.h unguarded
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"      // inside Eigen 3.4's AVX bf16 code
-#pragma GCC diagnostic ignored "-Wuninitialized"  // the same at -O1 (the sanitizer build)
+#pragma GCC diagnostic ignored "-Wuninitialized"        // the same at -O1 (the sanitizer build)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packing
 #include <Eigen/Core>
 #pragma GCC diagnostic pop

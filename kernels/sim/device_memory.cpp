@@ -21,7 +21,6 @@ namespace rg::sim {
 
 namespace {
 
-
 size_t host_memory() {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }

@@ -36,10 +36,11 @@ int check(const std::string& model_path, const std::string& reference_path, int6
   const double scale = expected.abs().max().item();
   const double diff = rg::max_abs_diff(logits, expected);
   const bool ok = diff <= 1e-5 * scale;
-  std::printf("%s: %d layers, %d heads, width %d; logits %s differ from NumPy's by %.3g "
-              "(largest logit %.3g, bound 1e-5 of it)\n",
-              ok ? "ok" : "FAIL", int(model->config().n_layer), int(model->config().n_head),
-              int(model->config().n_embd), rg::shape_str(logits.shape()).c_str(), diff, scale);
+  std::printf(
+      "%s: %d layers, %d heads, width %d; logits %s differ from NumPy's by %.3g "
+      "(largest logit %.3g, bound 1e-5 of it)\n",
+      ok ? "ok" : "FAIL", int(model->config().n_layer), int(model->config().n_head),
+      int(model->config().n_embd), rg::shape_str(logits.shape()).c_str(), diff, scale);
   return ok ? 0 : 1;
 }
 

@@ -137,8 +137,9 @@ std::shared_ptr<ProcessGroup> init_process_group(const std::string& backend, Opt
   LaunchInfo info = launch_info_from_env();
   std::string chosen = backend;
   if (chosen == "auto") chosen = nccl_available() ? "nccl" : "tcp";
+  if (chosen == "gloo") chosen = "tcp";  // PyTorch's CPU backend: its scripts name it
   RG_CHECK(chosen == "tcp" || chosen == "nccl", "init_process_group: unknown backend '", backend,
-           "' (expected tcp, nccl, mpi or auto)");
+           "' (expected tcp, gloo, nccl, mpi or auto)");
   auto store = std::make_shared<TcpStore>(info.master_addr, info.master_port, info.rank == 0,
                                           options.timeout, options.job_token);
   if (chosen == "nccl")

@@ -35,8 +35,9 @@ LaunchInfo launch_info_from_env(const EnvLookup& getenv = nullptr);
 // The first host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03".
 std::string first_slurm_host(const std::string& nodelist);
 
-// Creates the group of this process from the environment. backend: "tcp", "nccl", "mpi" or
-// "auto" (nccl when built with CUDA and a GPU is present, else tcp). Rank 0 hosts the store.
+// Creates the group of this process from the environment. backend: "tcp" ("gloo", PyTorch's
+// name for its CPU backend, means tcp), "nccl", "mpi" or "auto" (nccl when built with CUDA and
+// a GPU is present, else tcp). Rank 0 hosts the store.
 // "mpi" (under mpirun or srun) takes the rank and size from MPI_COMM_WORLD and needs no store
 // (dist/mpi_group.h); "auto" never picks it.
 std::shared_ptr<ProcessGroup> init_process_group(const std::string& backend = "auto",

@@ -60,3 +60,27 @@ def test_distributed_needs_init_first():
         dist.all_reduce(rg.ones(3))
     with pytest.raises(RuntimeError, match="init_process_group"):
         dist.get_rank()
+
+
+def test_init_process_group_takes_pytorchs_arguments_and_refuses_other_init_methods():
+    assert dist.is_available()
+    with pytest.raises(ValueError, match="init_method 'tcp://10.0.0.1:23456' is not supported"):
+        dist.init_process_group("gloo", init_method="tcp://10.0.0.1:23456")
+    assert not dist.is_initialized()
+
+
+def test_a_single_process_group_under_the_gloo_name(monkeypatch):
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                        ("MASTER_PORT", "0")):
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match="world_size=2 but the launcher says 1"):
+        dist.init_process_group(backend="gloo", world_size=2)
+    group = dist.init_process_group(backend="gloo", rank=0, world_size=1)
+    try:
+        assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "tcp")
+        t = rg.tensor([1.0, 2.0], dtype=rg.float64)
+        dist.all_reduce(t)
+        assert (t[0].item(), t[1].item()) == (1.0, 2.0)
+    finally:
+        dist.destroy_process_group()
+    assert group.size == 1

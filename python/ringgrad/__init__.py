@@ -33,3 +33,34 @@ from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
+
+# PyTorch's runtime switches (device queries, autocast, TF32, compile) under their names.
+from ringgrad import cuda, amp, backends  # noqa: E402
+from ringgrad.amp import autocast  # noqa: E402
+
+_MATMUL_PRECISION = {"highest": False, "high": True, "medium": True}
+
+
+def set_float32_matmul_precision(precision):
+    """'highest': f32 GEMMs in f32; 'high'/'medium': TF32 allowed (on a GPU), as PyTorch."""
+    if precision not in _MATMUL_PRECISION:
+        raise ValueError(f"set_float32_matmul_precision: {precision!r} is not one of "
+                         "'highest', 'high', 'medium'")
+    _C.set_allow_tf32(_MATMUL_PRECISION[precision])
+
+
+def get_float32_matmul_precision():
+    return "high" if _C.allow_tf32() else "highest"
+
+
+def compile(model=None, **options):  # noqa: A001 (torch.compile)
+    """torch.compile's signature; ringgrad runs eagerly, so the model is returned as it is
+    (a decorator without arguments too). CUDA graphs are ringgrad's own way to cut launch
+    costs (docs/cuda-graphs.md)."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+__all__ += ["cuda", "amp", "backends", "autocast", "set_float32_matmul_precision",
+            "get_float32_matmul_precision", "compile"]

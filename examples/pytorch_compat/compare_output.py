@@ -4,8 +4,9 @@ Used by bench/pytorch_compat (which runs both) and python/tests/test_pytorch_com
 compares ringgrad's output with PyTorch's as recorded in expected/). The outputs must have the
 same lines, the same words between the numbers, and numbers that agree to a relative tolerance
 (1e-9 for the float64 programs, 1e-5 for float32; absolute below 1, as numpy.allclose with
-rtol = atol), widened by half a unit in the last digit printed: "0.441911" and "0.441912" agree
-when the values behind them differ in the 7th digit.
+rtol = atol), widened by half a unit in the last digit when both print the same number of
+decimals (a fixed format, "{:.6f}"): "0.441911" and "0.441912" agree when the values behind them
+differ in the 7th digit.
 """
 import re
 
@@ -51,7 +52,8 @@ def compare(ours, theirs, tolerance):
             count += 1
             if a == b:
                 continue
-            difference = abs(a - b) - max(_last_digit(a_text), _last_digit(b_text))
+            rounding = _last_digit(a_text) if _last_digit(a_text) == _last_digit(b_text) else 0.0
+            difference = abs(a - b) - rounding
             relative = max(difference, 0.0) / max(abs(b), 1.0)
             worst = max(worst, relative)
             if relative > tolerance:

@@ -2,6 +2,7 @@
 (RGRUN, set by meson's `python` suite), each running ddp_ranks.py."""
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -70,8 +71,11 @@ def test_init_process_group_takes_pytorchs_arguments_and_refuses_other_init_meth
 
 
 def test_a_single_process_group_under_the_gloo_name(monkeypatch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
     for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
-                        ("MASTER_PORT", "0")):
+                        ("MASTER_PORT", port)):
         monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match="world_size=2 but the launcher says 1"):
         dist.init_process_group(backend="gloo", world_size=2)

@@ -11,6 +11,7 @@ from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, 
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
 from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
+from ringgrad._printing import tensor_repr as _tensor_repr
 from ringgrad.serialization import save, load
 
 float32 = dtype.float32
@@ -27,6 +28,7 @@ Tensor.register_post_accumulate_grad_hook = \
 Tensor.register_post_accumulate_grad_hook.__doc__ = "hook(param) runs once param.grad is final "\
     "for this backward (torch.Tensor.register_post_accumulate_grad_hook)."
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
+Tensor.__repr__ = Tensor.__str__ = _tensor_repr  # PyTorch's layout of the numbers
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
 

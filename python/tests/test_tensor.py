@@ -105,7 +105,8 @@ def test_reductions_and_views():
 
 def test_repr_shows_values_pytorch_style():
     assert repr(rg.tensor([[1.0, 2.5]])) == "tensor([[1.0000, 2.5000]])"
-    assert repr(rg.tensor([1, 2])) == "tensor([1, 2], dtype=int64)"
+    assert repr(rg.tensor([1, 2])) == "tensor([1, 2])"  # int64 is the default integer dtype
+    assert repr(rg.tensor([1, 2], dtype=rg.int32)) == "tensor([1, 2], dtype=ringgrad.int32)"
     assert "requires_grad=True" in repr(rg.ones(2, requires_grad=True))
     assert repr(rg.float32) == "ringgrad.float32"
 

@@ -18,6 +18,8 @@ def _as_index_tensor(k, device):
         t = k
     else:
         array = np.asarray(k)
+        if array.size == 0:  # [] indexes nothing, as NumPy's
+            array = array.astype(np.int64)
         if array.dtype.kind not in "iub":
             raise IndexError("tensors used as indices must be long, int or bool tensors, "
                              f"got {array.dtype}")
@@ -56,7 +58,7 @@ def _expand(key, ndim):
 def _basic(self, key):
     """The view of self for the basic parts of key, and [(dim in the view, index tensor)]
     for its advanced parts (left as full dims in the view)."""
-    out, dim, advanced = self, 0, []
+    out, dim, source_dim, advanced = self, 0, 0, []  # source_dim: the same dim in self
     key = _expand(key, self.dim())
     if any(_is_advanced(k) for k in key):  # NumPy: ints then index as 0-d arrays
         key = [_tensor(k) if isinstance(k, int) and not isinstance(k, bool) else k for k in key]
@@ -67,7 +69,8 @@ def _basic(self, key):
         elif _is_advanced(k):
             t = _as_index_tensor(k, self.device)
             advanced.append((dim, t))
-            dim += t.dim() if t.dtype == _C.dtype.bool else 1
+            used = t.dim() if t.dtype == _C.dtype.bool else 1
+            dim, source_dim = dim + used, source_dim + used
         elif isinstance(k, bool) or not isinstance(k, (int, slice)) and not hasattr(k, "__index__"):
             raise TypeError(f"index of type {type(k).__name__} is not supported: use ints, "
                             "slices, None, ..., integer or boolean tensors and lists")
@@ -76,13 +79,14 @@ def _basic(self, key):
             if step <= 0:
                 raise ValueError("step must be greater than zero")
             out = out.slice(dim, start, max(stop, start), step)
-            dim += 1
+            dim, source_dim = dim + 1, source_dim + 1
         else:
             size, index = out.shape[dim], k.__index__()
             if not -size <= index < size:
-                raise IndexError(f"index {index} is out of bounds for dimension {dim} "
+                raise IndexError(f"index {index} is out of bounds for dimension {source_dim} "
                                  f"with size {size}")
             out = out.select(dim, index + size if index < 0 else index)
+            source_dim += 1
     return out, advanced
 
 

@@ -106,7 +106,9 @@ def test_advanced_reads_match_numpy():
     x = f64(a)
     for key in [([0, 2],), (slice(None), [-1]), (rg.tensor([3, 1]), 1), (..., [2, 0]),
                 (None, [1, 1], slice(1, 3)), ([0, 3], [4, 1]), ([0, 3], slice(None), [2, 1]),
-                (np.array([[1, 2], [0, 0]]),)]:
+                (np.array([[1, 2], [0, 0]]),), ([0, 1], slice(None), [1, 2]),
+                (1, slice(None), [0, 2]), ([[0], [3]], [1, 2]), ([],),
+                (slice(None), np.array([True, False, True, False, True]), 0)]:
         np_key = tuple(k.numpy() if isinstance(k, rg.Tensor) else k for k in key)
         np.testing.assert_array_equal(x[key].numpy(), a[np_key], err_msg=str(key))
     mask = a[:, :, 0] > 0

@@ -3,7 +3,9 @@ slice, unsqueeze) that share the tensor's memory and carry gradients. Advanced i
 follows NumPy: integer tensors, lists and boolean masks (a mask of k dims stands for the
 flat positions of its True elements over those k dims). Reads gather along a dim
 (index_select) with autograd; several advanced indices broadcast together, their result dims
-placed where the first one was when they are adjacent, else first. t[key] = value writes
+placed where the first one was when they are adjacent, else first. Integer indices are
+range-checked, and masks turned into positions, on the host (on a GPU: a synchronization, as
+PyTorch's nonzero). t[key] = value writes
 into the basic view, or through index_put_along for advanced keys, without autograd (as
 the other in-place writes of ringgrad)."""
 import numpy as np

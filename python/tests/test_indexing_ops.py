@@ -155,3 +155,18 @@ def test_errors_name_the_op():
         x.topk(5)
     with pytest.raises(IndexError, match="mask"):
         x[rg.tensor([True, False])]
+
+
+@pytest.mark.skipif(not rg._C.sim_backend_built(),
+                    reason="built without the sim device (pip install .'s default)")
+def test_the_sim_device_gives_the_cpu_results():
+    a = np.random.default_rng(9).standard_normal((5, 8))
+    x, s = f64(a), f64(a).to("sim")
+    idx = rg.tensor([[7, 0], [1, 1], [2, 3], [0, 0], [5, 6]])
+    np.testing.assert_array_equal(s.gather(1, idx.to("sim")).cpu().numpy(),
+                                  x.gather(1, idx).numpy())
+    np.testing.assert_array_equal(s.topk(3).indices.cpu().numpy(), x.topk(3).indices.numpy())
+    np.testing.assert_array_equal(s.cumsum(0).cpu().numpy(), x.cumsum(0).numpy())
+    np.testing.assert_array_equal(s[[4, 0], 1:].cpu().numpy(), a[[4, 0], 1:])
+    s[s < rg.tensor(0.0, dtype=rg.float64, device="sim")] = 0.0
+    np.testing.assert_array_equal(s.cpu().numpy(), np.where(a < 0, 0.0, a))

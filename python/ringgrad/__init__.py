@@ -12,7 +12,8 @@ from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_sel
                          cumsum, sort, argsort, topk, max, min)  # noqa: A004 (torch.max, torch.min)
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
-from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
+from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__, index_put)
+from ringgrad._indexing import index_put
 from ringgrad.serialization import save, load
 
 float32 = dtype.float32
@@ -34,5 +35,5 @@ from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
-           "gather", "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "cumsum", "sort",
+           "gather", "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "index_put", "cumsum", "sort",
            "argsort", "topk", "max", "min", "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]

@@ -27,7 +27,8 @@ def _as_index_tensor(k, device):
                              f"got {array.dtype}")
         t = _tensor(array.astype(np.bool_ if array.dtype.kind == "b" else np.int64))
     if t.dtype not in (_C.dtype.int64, _C.dtype.int32, _C.dtype.bool):
-        raise IndexError(f"tensors used as indices must be long, int or bool tensors, got {t.dtype}")
+        raise IndexError("tensors used as indices must be long, int or bool tensors, "
+                         f"got {t.dtype}")
     return t if t.device == device else t.to(device)
 
 
@@ -168,13 +169,13 @@ class _Advanced:
     def read(self):
         return _C.index_select(self.merged, self.start, self.flat).reshape(self.result_shape())
 
-    def written(self, values):
-        """The basic view's new contents with values written at the index."""
+    def written(self, values, accumulate=False):
+        """The basic view's new contents with values written (added) at the index."""
         m = list(self.merged.shape)
         values = values.expand(*self.result_shape()) if list(values.shape) != \
             self.result_shape() else values
         values = values.reshape(m[:self.start] + [self.flat.numel()] + m[self.start + 1:])
-        out = _C.index_put_along(self.merged, self.start, self.flat, values)
+        out = _C.index_put_along(self.merged, self.start, self.flat, values, accumulate)
         out = out.reshape(self.permuted_shape)
         if self.order is not None:
             out = out.permute(*[self.order.index(d) for d in range(len(self.order))])
@@ -214,5 +215,27 @@ def __setitem__(self, key, value):
         _C.set_grad_enabled(with_grad)
 
 
+def index_put(input, indices, values, accumulate=False):
+    """torch.index_put: a copy of input with input[indices] = values (accumulate: added, a
+    repeated index adding each time), differentiable in input and values."""
+    view, advanced = _basic(input, tuple(indices))
+    if not advanced or view.dim() != input.dim() or len(advanced) != len(tuple(indices)):
+        raise TypeError("index_put: indices must be a tuple of integer or boolean tensors")
+    return _Advanced(view, advanced).written(_as_tensor_like(values, view), accumulate)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """Tensor.index_put_: index_put written into self, without autograd."""
+    with_grad = _C.is_grad_enabled()
+    _C.set_grad_enabled(False)
+    try:
+        self.copy_(index_put(self, indices, values, accumulate))
+    finally:
+        _C.set_grad_enabled(with_grad)
+    return self
+
+
 _C.Tensor.__getitem__ = __getitem__
 _C.Tensor.__setitem__ = __setitem__
+_C.Tensor.index_put = index_put
+_C.Tensor.index_put_ = index_put_

@@ -170,3 +170,24 @@ def test_the_sim_device_gives_the_cpu_results():
     np.testing.assert_array_equal(s[[4, 0], 1:].cpu().numpy(), a[[4, 0], 1:])
     s[s < rg.tensor(0.0, dtype=rg.float64, device="sim")] = 0.0
     np.testing.assert_array_equal(s.cpu().numpy(), np.where(a < 0, 0.0, a))
+
+
+def test_index_put_accumulates_repeats_and_carries_gradients():
+    a = np.random.default_rng(10).standard_normal((4, 3))
+    rows, cols = np.array([0, 2, 0]), np.array([1, 1, 1])
+    v = np.array([1.0, 2.0, 3.0])
+    want = a.copy()
+    np.add.at(want, (rows, cols), v)
+    got = rg.index_put(f64(a), (rg.tensor(rows), rg.tensor(cols)), f64(v), accumulate=True)
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-15)
+    x, values = f64(a).requires_grad_(True), f64(v[:2]).requires_grad_(True)
+    y = x.index_put((rg.tensor([3, 1]),), values.reshape(2, 1))
+    g = np.random.default_rng(11).standard_normal((4, 3))
+    (y * f64(g)).sum().backward()
+    want_dx = g.copy()
+    want_dx[[3, 1]] = 0.0  # overwritten rows get no gradient
+    np.testing.assert_array_equal(x.grad.numpy(), want_dx)
+    np.testing.assert_allclose(values.grad.numpy(), g[[3, 1]].sum(1), rtol=1e-15)
+    z = f64(a)
+    z.index_put_((rg.tensor([0]),), 5.0)
+    assert (z.numpy()[0] == 5.0).all()

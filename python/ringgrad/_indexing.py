@@ -1,7 +1,8 @@
 """Indexing as PyTorch's. Basic indexing (ints, slices, None, ...) gives views (select,
 slice, unsqueeze) that share the tensor's memory and carry gradients. Advanced indexing
 follows NumPy: integer tensors, lists and boolean masks (a mask of k dims stands for the
-flat positions of its True elements over those k dims). Reads gather along a dim
+flat positions of its True elements over those k dims), except that an int always selects
+(a basic index) as PyTorch's: t[1, :, [0, 2]] is t[1][:, [0, 2]], [5, 2] for t [4, 5, 3]. Reads gather along a dim
 (index_select) with autograd; several advanced indices broadcast together, their result dims
 placed where the first one was when they are adjacent, else first. Integer indices are
 range-checked, and masks turned into positions, on the host (on a GPU: a synchronization, as
@@ -62,10 +63,7 @@ def _basic(self, key):
     """The view of self for the basic parts of key, and [(dim in the view, index tensor)]
     for its advanced parts (left as full dims in the view)."""
     out, dim, source_dim, advanced = self, 0, 0, []  # source_dim: the same dim in self
-    key = _expand(key, self.dim())
-    if any(_is_advanced(k) for k in key):  # NumPy: ints then index as 0-d arrays
-        key = [_tensor(k) if isinstance(k, int) and not isinstance(k, bool) else k for k in key]
-    for k in key:
+    for k in _expand(key, self.dim()):  # ints select first, even beside advanced indices
         if k is None:
             out = out.unsqueeze(dim)
             dim += 1

@@ -120,3 +120,22 @@ GPU_KERNEL_TEST(gather_and_index_put_reject_an_index_out_of_range) {
   CHECK_THROWS_WITH_AS(synchronize(device), "index_put: index 4 out of range for dim 0 of size 4",
                        Error);
 }
+
+GPU_KERNEL_TEST(gather_index_put_and_sort_move_bools) {
+  Tensor in = random_strided({7, 9}, DType::b8, 70);
+  Tensor index = random_index({4, 9}, 7, 71);
+  Tensor want = empty({4, 9}, DType::b8), got = empty({4, 9}, DType::b8, device);
+  cpu_kernels().gather(want, in, index, 0);
+  kernels_of(device).gather(got, mirror(in, device), mirror(index, device), 0);
+  expect_close(got, want, 0, "gather of bools");
+  Tensor out = random_strided({7, 9}, DType::b8, 72), dout = mirror(out, device);
+  cpu_kernels().index_put(out, index, want, 0, false);
+  kernels_of(device).index_put(dout, mirror(index, device), got, 0, false);
+  expect_close(dout, out, 0, "index_put of bools");
+  Tensor values = empty({7, 9}, DType::b8), indices = empty({7, 9}, DType::i64);
+  Tensor dvalues = empty({7, 9}, DType::b8, device), dindices = empty({7, 9}, DType::i64, device);
+  cpu_kernels().sort(values, indices, in, 1, true);
+  kernels_of(device).sort(dvalues, dindices, mirror(in, device), 1, true);
+  expect_close(dvalues, values, 0, "sort values of bools");
+  expect_close(dindices, indices, 0, "sort indices of bools");
+}

@@ -267,7 +267,24 @@ struct AdamWTensors {
   X(sum_squares_multi, void, (const Tensor& out, const std::vector<Tensor>& tensors))      \
   /* every tensor (contiguous, one floating dtype and device) x = x * T(scale), in place, */ \
   /* rounded as x.mul_(scale) */                                                              \
-  X(scale_multi, void, (const std::vector<Tensor>& tensors, double scale))
+  X(scale_multi, void, (const std::vector<Tensor>& tensors, double scale))                   \
+  /* Indexing along one dim (0 <= dim < rank); tensors of one rank, any strides, index */     \
+  /* int64 (expanded views allowed); an index outside [0, size of dim) throws, naming it. */  \
+  /* out[p] = in[p with coordinate dim := index[p]]; out, index of one shape, in of out's */  \
+  /* dtype and each other dim at least index's */                                            \
+  X(gather, void, (const Tensor& out, const Tensor& in, const Tensor& index, int64_t dim))    \
+  /* out[p with coordinate dim := index[p]] = src[p] (accumulate: +=) for each p of index's */ \
+  /* shape, in order along dim (a repeated index: the last write wins, or the sum in order); */ \
+  /* src index's shape and out's dtype (accumulate: numeric), out's other dims >= index's */  \
+  X(index_put, void, (const Tensor& out, const Tensor& index, const Tensor& src, int64_t dim, \
+                      bool accumulate))                                                       \
+  /* out = running sums of in along dim (reverse: from the end); one shape and numeric */     \
+  /* dtype, any strides; each line summed in order in double (int64 for integers) */         \
+  X(cumsum, void, (const Tensor& out, const Tensor& in, int64_t dim, bool reverse))           \
+  /* values = in sorted along dim, indices (int64) their positions in in; stable (equal */    \
+  /* values keep their order), NaN above every number; values in's dtype, any strides */      \
+  X(sort, void, (const Tensor& values, const Tensor& indices, const Tensor& in, int64_t dim,  \
+                 bool descending))
 // clang-format on
 
 // Kernels a device may lack: the ops compose other kernels there instead.

@@ -220,4 +220,58 @@ inline void check_embedding_backward(const Tensor& grad_weight, const Tensor& gr
                          indices);
 }
 
+// ---- gather / index_put / cumsum / sort: tensors of one rank indexed along `dim`
+// (0 <= dim < rank), any strides; index values are data (the kernels check their range).
+
+// The shape of the lines along `dim`: `shape` with its size at dim set to 1.
+inline Shape line_shape(Shape shape, int64_t dim) {
+  shape[dim] = 1;
+  return shape;
+}
+
+inline void check_along_dim(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
+  RG_CHECK(a.dim() == b.dim() && dim >= 0 && dim < std::max<int64_t>(a.dim(), 1), op, ": ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()), " must have one rank, with dim ",
+           dim, " in it");
+}
+
+// index (int64) and its companion of one shape; `table`'s other dims at least index's.
+inline void check_index_geometry(const char* op, const Tensor& table, const Tensor& index,
+                                 const Tensor& rows, int64_t dim) {
+  check_along_dim(op, table, index, dim);
+  RG_CHECK(index.dtype() == DType::i64, op, ": index must be int64, got ", index.dtype());
+  RG_CHECK(rows.shape() == index.shape() && rows.dtype() == table.dtype(), op, ": ",
+           shape_str(rows.shape()), " (", rows.dtype(), ") does not match index ",
+           shape_str(index.shape()), " and ", table.dtype());
+  for (int64_t d = 0; d < index.dim(); ++d)
+    RG_CHECK(d == dim || index.size(d) <= table.size(d), op, ": index ", shape_str(index.shape()),
+             " larger than ", shape_str(table.shape()), " at dim ", d);
+}
+
+inline void check_gather(const Tensor& out, const Tensor& in, const Tensor& index, int64_t dim) {
+  check_index_geometry("gather", in, index, out, dim);
+}
+
+inline void check_index_put(const Tensor& out, const Tensor& index, const Tensor& src, int64_t dim,
+                            bool accumulate) {
+  check_index_geometry("index_put", out, index, src, dim);
+  RG_CHECK(!accumulate || out.dtype() != DType::b8, "index_put: cannot accumulate bool");
+}
+
+inline void check_cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+  check_along_dim("cumsum", out, in, dim);
+  RG_CHECK(out.shape() == in.shape() && out.dtype() == in.dtype() && in.dtype() != DType::b8,
+           "cumsum: out ", shape_str(out.shape()), " (", out.dtype(), ") must match in ",
+           shape_str(in.shape()), " (", in.dtype(), "), not bool");
+}
+
+inline void check_sort(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t dim) {
+  check_along_dim("sort", values, in, dim);
+  RG_CHECK(values.shape() == in.shape() && indices.shape() == in.shape() &&
+               values.dtype() == in.dtype() && indices.dtype() == DType::i64,
+           "sort: values ", shape_str(values.shape()), " (", values.dtype(), ") and indices ",
+           shape_str(indices.shape()), " (", indices.dtype(), ") must match in ",
+           shape_str(in.shape()), " (", in.dtype(), ", int64)");
+}
+
 }  // namespace rg

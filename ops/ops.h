@@ -151,6 +151,46 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 Tensor tril_mask(int64_t rows, int64_t cols, Device device = kCPU);  // bool, true on/below diagonal
 
+// ---- indexing, scans and sorting (ops/indexing.cpp, ops/cumsum.cpp, ops/sort.cpp), as
+// PyTorch's: dims may be negative; indices int64 or int32, an index out of range throws an
+// rg::Error saying "out of range" (on sim/cuda at the next host synchronization).
+// gather: out[p] = x[p with coordinate dim := index[p]], out of index's shape; index of x's
+// rank, each other dim at most x's. Backward: the gradient scatter-added back.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// gather after broadcasting x and indices against each other except at dim.
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, int64_t dim);
+// A copy of x with x[p with coordinate dim := index[p]] = src[p] (scatter: a repeated index
+// keeps the last write; scatter_add: adds, in index order); src: index's shape or larger.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// The slices of x at index (1-D) along dim; index_add adds alpha * source's slices there.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                 double alpha = 1);
+// A copy of x with its slices at index (1-D) along dim replaced by (accumulate: plus)
+// values, which broadcast to index_select(x, dim, index)'s shape; the gradient of x is
+// zero at the replaced slices. The write of Python's x[idx] = v.
+Tensor index_put(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& values,
+                 bool accumulate = false);
+// Running sum along dim (integer and bool inputs give int64); backward: the reversed cumsum.
+Tensor cumsum(const Tensor& x, int64_t dim);
+struct ValuesIndices {
+  Tensor values, indices;  // indices int64
+};
+// Sorted along dim; always stable (equal values keep their order), NaN above every number.
+// The values' gradient flows back to the positions they came from.
+ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
+// The k largest (smallest) along dim, in sorted order.
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                   bool sorted = true);
+// Values and index of the max (min) along dim: NaN wins, ties give the first index; the
+// gradient flows to that index only. Without dim: amax (amin) over all elements.
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
 // ---- copies (ops/copy.cpp)
 Tensor contiguous(const Tensor& x);
 Tensor clone(const Tensor& x);

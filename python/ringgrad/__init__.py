@@ -8,9 +8,12 @@ from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_en
 from ringgrad._C import set_num_threads, get_num_threads
 from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
                          softmax, log_softmax, where, clamp, maximum, minimum)
+from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_select, index_add,
+                         cumsum, sort, argsort, topk, max, min)  # noqa: A004 (torch.max, torch.min)
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
-from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
+from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__, index_put)
+from ringgrad._indexing import index_put
 from ringgrad._printing import tensor_repr as _tensor_repr
 from ringgrad.serialization import save, load
 
@@ -34,7 +37,8 @@ from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
-           "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
+           "gather", "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "index_put", "cumsum", "sort",
+           "argsort", "topk", "max", "min", "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
 
 # PyTorch's runtime switches (device queries, autocast, TF32, compile) under their names.
 from ringgrad import cuda, amp, backends  # noqa: E402

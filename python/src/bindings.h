@@ -9,15 +9,16 @@ namespace rg::python {
 
 namespace nb = nanobind;
 
-void bind_errors(nb::module_& m);  // rg::Error -> ValueError / IndexError / RuntimeError
-void bind_tensor(nb::module_& m);  // the Tensor class: metadata, autograd, operators
-void bind_numpy(nb::module_& m);   // from_numpy, Tensor.numpy (zero-copy where possible)
-void bind_ops(nb::module_& m);     // factories, the op table's functions, nn ops, grad mode
-void bind_optim(nb::module_& m);   // SGD and AdamW over the C++ optimizers
-void bind_dist(nb::module_& m);    // process groups, collectives, the DDP reducer
-void bind_hooks(nb::module_& m);   // autograd hooks with Python callables
-void bind_io(nb::module_& m);      // safetensors, optimizer state dicts, clip_grad_norm_
-void bind_runtime(nb::module_& m);  // device counts, synchronize, autocast state, TF32
+void bind_errors(nb::module_& m);    // rg::Error -> ValueError / IndexError / RuntimeError
+void bind_tensor(nb::module_& m);    // the Tensor class: metadata, autograd, operators
+void bind_numpy(nb::module_& m);     // from_numpy, Tensor.numpy (zero-copy where possible)
+void bind_ops(nb::module_& m);       // factories, the op table's functions, nn ops, grad mode
+void bind_optim(nb::module_& m);     // SGD and AdamW over the C++ optimizers
+void bind_dist(nb::module_& m);      // process groups, collectives, the DDP reducer
+void bind_hooks(nb::module_& m);     // autograd hooks with Python callables
+void bind_io(nb::module_& m);        // safetensors, optimizer state dicts, clip_grad_norm_
+void bind_indexing(nb::module_& m);  // gather, scatter, cumsum, sort, topk, max/min (+ methods)
+void bind_runtime(nb::module_& m);   // device counts, synchronize, autocast state, TF32
 
 // Runs fn; an rg::Error it throws becomes a Python RuntimeError with the same message. For
 // calls whose failures are about state, not arguments (backward, an optimizer's step).

@@ -14,4 +14,5 @@ NB_MODULE(_C, m) {
   bind_hooks(m);
   bind_io(m);
   bind_runtime(m);
+  bind_indexing(m);
 }

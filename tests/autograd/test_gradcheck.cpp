@@ -214,3 +214,33 @@ TEST_CASE("gradcheck: fused neural-network ops") {
   check("mse", [](const Inputs& x) { return mse_loss(x[0], x[1]); },
         {r({3, 4}, 35), r({3, 4}, 36)});
 }
+
+TEST_CASE("gradcheck: indexing, scans and sorts") {
+  Tensor idx = tensor(std::vector<int64_t>{2, 0, 2, 1, 1, 3, 0, 0}, {2, 4});  // repeats
+  check("gather", [idx](const Inputs& x) { return gather(x[0], 1, idx); }, {r({2, 5}, 40)});
+  check("gather of a transposed input",
+        [idx](const Inputs& x) { return gather(x[0].t(), 0, idx.t().contiguous()); },
+        {r({5, 4}, 41)});
+  // scatter's src gradient holds where each position is written once (as PyTorch's)
+  Tensor unique = tensor(std::vector<int64_t>{2, 0, 3, 1, 1, 3, 0, 4}, {2, 4});
+  check("scatter", [unique](const Inputs& x) { return scatter(x[0], -1, unique, x[1]); },
+        {r({2, 5}, 42), r({2, 4}, 43)});
+  check("scatter_add", [idx](const Inputs& x) { return scatter_add(x[0], 1, idx, x[1]); },
+        {r({3, 6}, 44), r({2, 4}, 45)});
+  Tensor rows = tensor(std::vector<int64_t>{3, 0, 3});
+  check("index_select", [rows](const Inputs& x) { return index_select(x[0], 0, rows); },
+        {r({4, 3}, 46)});
+  check("index_add", [rows](const Inputs& x) { return index_add(x[0], 1, rows, x[1], 0.5); },
+        {r({2, 4}, 47), r({2, 3}, 48)});
+  Tensor two = tensor(std::vector<int64_t>{3, 0});
+  check("index_put", [two](const Inputs& x) { return index_put(x[0], 0, two, x[1]); },
+        {r({4, 3}, 49), r({3}, 50)});
+  check("cumsum", [](const Inputs& x) { return cumsum(x[0], 1); }, {r({3, 7}, 51)});
+  check("cumsum of a transposed input", [](const Inputs& x) { return cumsum(x[0].t(), -1); },
+        {r({5, 2}, 52)});
+  check("sort values", [](const Inputs& x) { return sort(x[0], 0, true).values; }, {r({6, 3}, 53)});
+  check("topk values", [](const Inputs& x) { return topk(x[0], 2, -1).values; }, {r({3, 5}, 54)});
+  check("max along a dim", [](const Inputs& x) { return max(x[0], 1).values; }, {r({4, 5}, 55)});
+  check("min along a dim, keepdim", [](const Inputs& x) { return min(x[0], 0, true).values; },
+        {r({4, 5}, 56)});
+}

@@ -1,23 +1,36 @@
 """ringgrad: tensors, reverse-mode autograd and training, from Python.
 
 A thin layer over the C++ engine (the extension ringgrad._C, python/src/): tensors and
-ops are C++; this package gives them PyTorch's names and signatures.
+ops are C++; this package gives them PyTorch's names and signatures, so that a small PyTorch
+program runs with `import ringgrad as torch`. Every row of the op tables (core/op_table.h)
+is ringgrad.<name> and Tensor.<name> (generated: _C.op_table_names lists them).
 """
 from ringgrad import _C
-from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_enabled
-from ringgrad._C import set_num_threads, get_num_threads
-from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
-                         softmax, log_softmax, where, clamp, maximum, minimum)
-from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
-from ringgrad._dlpack import from_dlpack
-from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
-from ringgrad.serialization import save, load
+from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled
+from ringgrad._C import set_num_threads, get_num_threads, matmul
+from ringgrad import _tensor
+_tensor.install()
+from ringgrad._creation import (tensor, from_numpy, zeros, ones, full, rand, randn,  # noqa: E402
+                                arange, no_grad, set_default_dtype, get_default_dtype)
+from ringgrad._dlpack import from_dlpack  # noqa: E402
+from ringgrad import _indexing  # noqa: E402,F401 (Tensor.__getitem__, __setitem__)
+from ringgrad.serialization import save, load  # noqa: E402
+from ringgrad import _functions  # noqa: E402
 
-float32 = dtype.float32
-float64 = dtype.float64
+globals().update({name: getattr(_C, name) for name in _C.op_table_names})
+_FUNCTIONS = [name for name in dir(_functions) if not name.startswith("_") and name not in
+              ("np", "math", "functools", "builtins", "Tensor", "tensor", "no_grad")]
+globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
+Tensor.all, Tensor.any = _functions._all, _functions._any
+all, any = _functions._all, _functions._any  # noqa: A001 (torch.all, torch.any)
+max, min = _C.amax, _C.amin  # noqa: A001 torch.max(x) (the dim forms: not yet)
+absolute, negative = _C.abs, _C.neg
+
+float32 = float = dtype.float32  # noqa: A001 (torch.float)
+float64 = double = dtype.float64
 bfloat16 = dtype.bfloat16
-int32 = dtype.int32
-int64 = dtype.int64
+int32 = int = dtype.int32  # noqa: A001 (torch.int)
+int64 = long = dtype.int64
 bool = dtype.bool  # noqa: A001 (torch.bool, as PyTorch names it)
 Tensor.register_hook = lambda self, hook: _C.register_hook(self, hook)
 Tensor.register_hook.__doc__ = "hook(grad) runs when this tensor's gradient is computed; it may "\
@@ -27,9 +40,37 @@ Tensor.register_post_accumulate_grad_hook = \
 Tensor.register_post_accumulate_grad_hook.__doc__ = "hook(param) runs once param.grad is final "\
     "for this backward (torch.Tensor.register_post_accumulate_grad_hook)."
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
+dtype.is_floating_point = property(lambda self: self.name in _tensor._FLOATING)
+dtype.itemsize = property(lambda self: {"float32": 4, "float64": 8, "bfloat16": 2, "int32": 4,
+                                        "int64": 8, "bool": 1}[self.name])
+
+
+class cuda:
+    """torch.cuda's questions, answered for this build (ringgrad's CUDA device is 'cuda')."""
+
+    @staticmethod
+    def is_available():
+        return _C.cuda_backend_built()
+
+    @staticmethod
+    def device_count():
+        return 1 if _C.cuda_backend_built() else 0
+
+    @staticmethod
+    def manual_seed(seed):
+        manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
 
-__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
-           "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
-           "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
+__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros",
+           "ones", "full", "rand", "randn", "arange", "no_grad", "manual_seed", "set_num_threads",
+           "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul", "float32",
+           "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim",
+           "distributed", "utils"] + list(_C.op_table_names) + _FUNCTIONS

@@ -50,19 +50,16 @@ void bind_factories(nb::module_& m) {
 }
 
 void bind_elementwise(nb::module_& m) {
-#define RG_BIND_UNARY(name, ...) \
-  m.def(                         \
-      #name, [](const Tensor& x) { return rg::name(x); }, nb::arg("input"));
-  RG_UNARY_OPS(RG_BIND_UNARY)
-#undef RG_BIND_UNARY
-#define RG_BIND_BINARY(name, ...) \
-  m.def(#name, [](const Tensor& a, const Tensor& b) { return rg::name(a, b); });
-  RG_BINARY_OPS(RG_BIND_BINARY)
-#undef RG_BIND_BINARY
   m.def(
       "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, kReleaseGil);
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); });
   m.def("clamp", [](const Tensor& x, double lo, double hi) { return clamp(x, lo, hi); });
+  m.def("masked_fill", [](const Tensor& x, const Tensor& mask, double value) {
+    return masked_fill(x, mask, value);
+  });
+  m.def(
+      "cat", [](const std::vector<Tensor>& tensors, int64_t dim) { return cat(tensors, dim); },
+      nb::arg("tensors"), nb::arg("dim") = 0);
 }
 
 Reduction reduction_named(const std::string& name) {
@@ -128,6 +125,7 @@ void bind_ops(nb::module_& m) {
   bind_dtypes_and_grad_mode(m);
   bind_factories(m);
   bind_elementwise(m);
+  bind_table_functions(m);
   bind_nn_ops(m);
   bind_transformer_ops(m);
 }

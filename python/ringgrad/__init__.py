@@ -3,7 +3,7 @@
 A thin layer over the C++ engine (the extension ringgrad._C, python/src/): tensors and
 ops are C++; this package gives them PyTorch's names and signatures, so that a small PyTorch
 program runs with `import ringgrad as torch`. Every row of the op tables (core/op_table.h)
-is ringgrad.<name> and Tensor.<name> (generated: _C.op_table_names lists them).
+is ringgrad.<name> and Tensor.<name> (generated: _C.op_tables lists them by table).
 """
 from ringgrad import _C
 from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled
@@ -17,13 +17,16 @@ from ringgrad import _indexing  # noqa: E402,F401 (Tensor.__getitem__, __setitem
 from ringgrad.serialization import save, load  # noqa: E402
 from ringgrad import _functions  # noqa: E402
 
-globals().update({name: getattr(_C, name) for name in _C.op_table_names})
+_TABLE_OPS = [name for names in _C.op_tables.values() for name in names]
+globals().update({name: getattr(_C, name) for name in _TABLE_OPS})
 _FUNCTIONS = [name for name in dir(_functions) if not name.startswith("_") and name not in
               ("np", "math", "functools", "builtins", "Tensor", "tensor", "no_grad")]
 globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
 Tensor.all, Tensor.any = _functions._all, _functions._any
 all, any = _functions._all, _functions._any  # noqa: A001 (torch.all, torch.any)
-max, min = _C.amax, _C.amin  # noqa: A001 torch.max(x) (the dim forms: not yet)
+for _name in ("max", "min"):  # unless the C++ binds its own (values, indices) form
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, getattr(_functions, _name))
 absolute, negative = _C.abs, _C.neg
 
 float32 = float = dtype.float32  # noqa: A001 (torch.float)
@@ -73,4 +76,4 @@ __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "lo
            "ones", "full", "rand", "randn", "arange", "no_grad", "manual_seed", "set_num_threads",
            "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul", "float32",
            "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim",
-           "distributed", "utils"] + list(_C.op_table_names) + _FUNCTIONS
+           "distributed", "utils"] + _TABLE_OPS + _FUNCTIONS

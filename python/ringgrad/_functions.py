@@ -127,6 +127,30 @@ def _any(input, dim=None, keepdim=False):
         else (input != 0).sum() > 0
 
 
+class _ValuesIndices(tuple):
+    """(values, indices), as torch.return_types.max: also .values and .indices."""
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+def _extreme(reduce, index, name):
+    def extreme(input, dim=None, keepdim=False, *, other=None):
+        if isinstance(dim, Tensor):  # torch.max(a, b): elementwise
+            return (_C.maximum if name == "max" else _C.minimum)(input, dim)
+        if dim is None:
+            return reduce(input)
+        return _ValuesIndices((reduce(input, dim, keepdim), index(input, dim, keepdim)))
+    extreme.__name__ = name
+    extreme.__doc__ = (f"torch.{name}: {name}(x) over all elements, {name}(x, dim, keepdim) "
+                       f"as (values, indices), {name}(a, b) elementwise.")
+    return extreme
+
+
+max = _extreme(_C.amax, _C.argmax, "max")  # noqa: A001
+min = _extreme(_C.amin, _C.argmin, "min")  # noqa: A001
+
+
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
 

@@ -214,7 +214,7 @@ def _methods():
         "add": lambda self, other, alpha=1: _C.add(self, other * alpha if alpha != 1 else other),
         "__hash__": lambda self: id(self),
         "__bool__": _bool, "__float__": lambda self: float(self.item()),
-        "__int__": lambda self: int(self.item()),
+        "__int__": lambda self: int(self.item()), "__index__": _index,
     }
     for name, fn in float_dim.items():
         methods[name] = (lambda f: lambda self, dim, dtype=None: f(_to(self, dtype) if dtype
@@ -244,6 +244,14 @@ def _bool(self):
     if self.numel() != 1:
         raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
     return builtins.bool(self.item())
+
+
+def _index(self):
+    """An integer tensor of one element as a Python int (x[i:i + 8] with a tensor i)."""
+    if self.numel() != 1 or self.dtype.name in _FLOATING:
+        raise TypeError(f"__index__: only an integer tensor of one element can be an index; a "
+                        f"{self.dtype.name} tensor of {self.numel()} elements is not supported")
+    return int(self.item())
 
 
 def install():

@@ -74,16 +74,25 @@ class StepLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """lr from the initial lr down to eta_min along half a cosine over T_max steps."""
+    """lr from the initial lr down to eta_min along half a cosine over T_max steps (then back
+    up, a cosine of period 2 T_max), by PyTorch's recursive form: each lr from the previous
+    one, so a schedule chained after another follows it (and the values are PyTorch's)."""
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        progress = min(self.last_epoch, self.T_max) / self.T_max
-        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * progress)) / 2
-                for base in self.base_lrs]
+        epoch, t_max, low = self.last_epoch, self.T_max, self.eta_min
+        groups = self.optimizer.param_groups
+        if epoch == 0:
+            return [group["lr"] for group in groups]
+        if (epoch - 1 - t_max) % (2 * t_max) == 0:
+            return [group["lr"] + (base - low) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * epoch / t_max)) /
+                (1 + math.cos(math.pi * (epoch - 1) / t_max)) * (group["lr"] - low) + low
+                for group in groups]
 
 
 class OneCycleLR(LRScheduler):

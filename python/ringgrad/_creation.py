@@ -46,14 +46,15 @@ def get_default_dtype():
     return _default_dtype[0]
 
 
-def _as_array(data):
-    """A NumPy array of data, with PyTorch's default dtypes for Python values."""
+def _as_array(data, dtype=None):
+    """A NumPy array of data, with PyTorch's default dtypes for Python values (float64 kept
+    when float64 is asked for)."""
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, _C.Tensor) for d in data):
         data = [d.tolist() for d in data]  # tensor([t1, t2]) of 0-d or equal-shape tensors
     array = np.array(data)
-    if array.dtype == np.float64:
+    if array.dtype == np.float64 and dtype != _C.dtype.float64:
         array = array.astype(np.float64 if get_default_dtype() == _C.dtype.float64
                              else np.float32)
     elif array.dtype.kind in "iu":
@@ -73,7 +74,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _C.Tensor):
         out = data.detach().clone()
     else:
-        out = from_numpy(_as_array(data)).clone()
+        out = from_numpy(_as_array(data, dtype)).clone()
         if out.dtype == _C.dtype.float32 and get_default_dtype() == _C.dtype.bfloat16 and \
                 not isinstance(data, np.ndarray):
             out = out.to(_C.dtype.bfloat16)

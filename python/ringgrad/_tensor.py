@@ -209,7 +209,7 @@ def _methods():
         "new_full": lambda self, size, fill_value, **kw: _new(self, None, (size,),
                                                                float(fill_value), **kw),
         "new_tensor": _new_tensor,
-        "detach_": lambda self: self.requires_grad_(False),
+        "detach_": _detach_,
         "sub": lambda self, other, alpha=1: _C.sub(self, other * alpha if alpha != 1 else other),
         "add": lambda self, other, alpha=1: _C.add(self, other * alpha if alpha != 1 else other),
         "__hash__": lambda self: id(self),
@@ -238,6 +238,13 @@ def _as_tensor_like(value, like):
     if isinstance(value, float) and dtype.name not in _FLOATING:
         dtype = _C.dtype.float32
     return _C.full([], float(value), dtype)
+
+
+def _detach_(self):
+    if self.grad_fn is not None:
+        raise NotImplementedError("detach_: detaching a non-leaf tensor in place is not "
+                                  "supported: use t = t.detach()")
+    return self.requires_grad_(False)
 
 
 def _bool(self):

@@ -18,7 +18,7 @@ from ringgrad.serialization import save, load  # noqa: E402
 from ringgrad import _functions  # noqa: E402
 
 _TABLE_OPS = [name for names in _C.op_tables.values() for name in names]
-globals().update({name: getattr(_C, name) for name in _TABLE_OPS})
+globals().update({name: getattr(_C, name) for name in _TABLE_OPS})  # noqa (generated)
 _FUNCTIONS = [name for name in dir(_functions) if not name.startswith("_") and name not in
               ("np", "math", "functools", "builtins", "Tensor", "tensor", "no_grad")]
 globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})

@@ -86,6 +86,22 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _from_numpy_values(np.eye(n, n if m is None else m), dtype, device, requires_grad)
 
 
+def mm(input, mat2):
+    return input.mm(mat2)
+
+
+def bmm(input, mat2):
+    return input.bmm(mat2)
+
+
+def dot(input, tensor):
+    return input.dot(tensor)
+
+
+def mv(input, vec):
+    return input.mv(vec)
+
+
 def outer(input, vec2):
     if input.dim() != 1 or vec2.dim() != 1:
         raise ValueError(f"outer: expected 1-D tensors, got {input.dim()}-D and {vec2.dim()}-D")

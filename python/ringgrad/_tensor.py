@@ -191,7 +191,10 @@ def _methods():
         "float": _converter("float32"), "double": _converter("float64"),
         "bfloat16": _converter("bfloat16"), "long": _converter("int64"),
         "int": _converter("int32"), "bool": _converter("bool"),
-        "type_as": lambda self, other: _to(self, other.dtype),
+        "type_as": lambda self, other: _to(self, other.dtype), "type": _type,
+        "matmul": _matmul_of("matmul", None), "mm": _matmul_of("mm", (2, 2)),
+        "bmm": _matmul_of("bmm", (3, 3)), "dot": _matmul_of("dot", (1, 1)),
+        "mv": _matmul_of("mv", (2, 1)),
         "clamp": _clamp, "clip": _clamp, "clamp_": _clamp_, "clip_": _clamp_,
         "masked_fill": _masked_fill,
         "masked_fill_": lambda self, mask, value: self.copy_(_masked_fill(self, mask, value)),
@@ -220,6 +223,28 @@ def _methods():
         methods[name] = (lambda f: lambda self, dim, dtype=None: f(_to(self, dtype) if dtype
                                                                   else self, dim))(fn)
     return methods
+
+
+_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+               "bfloat16": "torch.BFloat16Tensor", "int32": "torch.IntTensor",
+               "int64": "torch.LongTensor", "bool": "torch.BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking=False):
+    """t.type(): PyTorch's type name ('torch.FloatTensor'); t.type(dtype): t.to(dtype)."""
+    if dtype is None:
+        return _TYPE_NAMES[self.dtype.name]
+    return _to(self, dtype)
+
+
+def _matmul_of(name, ranks):
+    def product(self, other):
+        if ranks and (self.dim(), other.dim()) != ranks:
+            raise ValueError(f"{name}: expected {ranks[0]}-D and {ranks[1]}-D tensors, got "
+                             f"{self.dim()}-D and {other.dim()}-D")
+        return _C.matmul(self, other)
+    product.__name__ = name
+    return product
 
 
 def _where(condition, input, other):

@@ -174,3 +174,17 @@ def test_functional_signatures_refuse_what_they_do_not_support():
         nn.CrossEntropyLoss(weight=rg.ones(2))
     assert math.isclose(F.gelu(rg.tensor([1.0], dtype=rg.float64)).item(),
                         0.5 * (1 + math.erf(1 / math.sqrt(2))))
+
+
+def test_layers_take_pytorchs_arguments():
+    from collections import OrderedDict
+    seq = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 3)), ("act", nn.ReLU(inplace=True))]))
+    assert [n for n, _ in seq.named_children()] == ["fc", "act"]
+    assert isinstance(seq[:1], nn.Sequential) and len(seq[:1]) == 1
+    assert len(seq.append(nn.Dropout(0.1, inplace=False))) == 3
+    assert len(nn.ModuleList([nn.ReLU()]).extend([nn.Tanh(), nn.SiLU()])) == 3
+    ln = nn.LayerNorm(4, elementwise_affine=False)
+    assert ln.weight is None and ln.bias is None and list(ln.parameters()) == []
+    x = rg.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=rg.float64)
+    assert abs(ln(x).mean().item()) < 1e-12
+    assert nn.LayerNorm([4], bias=False, dtype=rg.float64).weight.dtype == rg.float64

@@ -168,3 +168,12 @@ def test_cpp_optimizers_expose_param_groups_and_refuse_unsupported_changes():
     with pytest.raises(NotImplementedError, match="lr per parameter group"):
         opt.step()
     assert rg.optim.AdamW([w]).defaults["weight_decay"] == 1e-2
+
+
+def test_multistep_and_exponential_lr():
+    opt = rg.optim.Adam([rg.ones(1).requires_grad_()], lr=1.0)
+    got = lrs_of(opt, rg.optim.lr_scheduler.MultiStepLR(opt, [2, 4], gamma=0.5), 5)
+    assert got == [1, 1, 0.5, 0.5, 0.25, 0.25]
+    opt = rg.optim.Adam([rg.ones(1).requires_grad_()], lr=1.0)
+    got = lrs_of(opt, rg.optim.lr_scheduler.ExponentialLR(opt, 0.5), 3)
+    assert got == [1, 0.5, 0.25, 0.125]

@@ -193,3 +193,14 @@ def test_default_dtype_sets_floating_factories():
 def test_tensor_of_python_floats_asked_as_float64_keeps_their_precision():
     assert rg.tensor([2.0 + 1e-9], dtype=rg.float64).item() == 2.0 + 1e-9
     assert rg.tensor([2.0 + 1e-9]).dtype == rg.float32
+
+
+def test_type_and_the_matrix_products():
+    x = rg.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=rg.float64)
+    assert x.type() == "torch.DoubleTensor" and x.type(rg.int64).dtype == rg.int64
+    assert (x > 1).type(rg.float).sum().item() == 3.0
+    assert x.mm(x).tolist() == [[7, 10], [15, 22]] and rg.mm(x, x).tolist() == x.matmul(x).tolist()
+    assert rg.bmm(x.unsqueeze(0), x.unsqueeze(0)).shape == (1, 2, 2)
+    assert rg.dot(x[0], x[1]).item() == 11.0 and rg.mv(x, x[0]).tolist() == [5.0, 11.0]
+    with pytest.raises(ValueError, match="mm: expected 2-D and 2-D tensors, got 3-D"):
+        rg.mm(x.unsqueeze(0), x)

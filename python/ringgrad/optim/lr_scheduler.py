@@ -73,6 +73,31 @@ class StepLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
 
+class MultiStepLR(LRScheduler):
+    """lr multiplied by gamma at each of the milestones (steps)."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones, self.gamma = sorted(milestones), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        times = self.milestones.count(self.last_epoch)
+        return [group["lr"] * self.gamma ** times for group in self.optimizer.param_groups]
+
+
+class ExponentialLR(LRScheduler):
+    """lr multiplied by gamma every step."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+
 class CosineAnnealingLR(LRScheduler):
     """lr from the initial lr down to eta_min along half a cosine over T_max steps (then back
     up, a cosine of period 2 T_max), by PyTorch's recursive form: each lr from the previous
@@ -190,5 +215,6 @@ def cosine_with_warmup(optimizer, warmup_steps, total_steps, min_lr_ratio=0.0):
     return LambdaLR(optimizer, factor)
 
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "CosineAnnealingLR", "OneCycleLR",
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
+           "CosineAnnealingLR", "OneCycleLR",
            "cosine_with_warmup"]

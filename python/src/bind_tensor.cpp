@@ -1,7 +1,9 @@
 // The Tensor class as Python sees it: a handle (copying it shares storage and autograd state,
 // as rg::Tensor does), with PyTorch's names: .shape, .dtype, .item(), .grad, .backward(),
-// operators with NumPy broadcasting, .T, .reshape/.view, repr. Python's Parameter
-// (ringgrad/nn) subclasses it.
+// operators with NumPy broadcasting and Python numbers on either side (comparisons are
+// elementwise; & | ^ ~ on bool tensors), in-place forms, .T, .reshape/.view, repr. The op
+// tables' methods are generated (bind_table.cpp); methods written in Python are added by
+// ringgrad/_tensor.py. Python's Parameter (ringgrad/nn) subclasses it.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 

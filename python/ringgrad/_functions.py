@@ -11,6 +11,16 @@ from ringgrad import _C
 from ringgrad._creation import get_default_dtype, no_grad, set_default_dtype, tensor  # noqa: F401
 from ringgrad._tensor import Tensor, _as_tensor_like, _to, device  # noqa: F401 (device)
 
+class Size(tuple):
+    """torch.Size: a tuple of dims (Tensor.shape is a plain tuple, equal to it)."""
+
+    def numel(self):
+        return math.prod(self)
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 

@@ -218,6 +218,7 @@ def _methods():
         "__hash__": lambda self: id(self),
         "__bool__": _bool, "__float__": lambda self: float(self.item()),
         "__int__": lambda self: int(self.item()), "__index__": _index,
+        "__format__": _format, "__array__": _array,
     }
     for name, fn in float_dim.items():
         methods[name] = (lambda f: lambda self, dim, dtype=None: f(_to(self, dtype) if dtype
@@ -263,6 +264,22 @@ def _as_tensor_like(value, like):
     if isinstance(value, float) and dtype.name not in _FLOATING:
         dtype = _C.dtype.float32
     return _C.full([], float(value), dtype)
+
+
+def _format(self, spec):
+    """f"{loss:.4f}" formats a 0-d tensor's value, as PyTorch's; others format their repr."""
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return format(repr(self), spec)
+
+
+def _array(self, dtype=None, copy=None):
+    """np.asarray(t): the values (a copy for tensors off the CPU or in bfloat16)."""
+    out = self.detach()
+    if out.dtype == _C.dtype.bfloat16:
+        out = out.float()
+    array = out.cpu().numpy()
+    return array if dtype is None else array.astype(dtype)
 
 
 def _detach_(self):

@@ -204,3 +204,11 @@ def test_type_and_the_matrix_products():
     assert rg.dot(x[0], x[1]).item() == 11.0 and rg.mv(x, x[0]).tolist() == [5.0, 11.0]
     with pytest.raises(ValueError, match="mm: expected 2-D and 2-D tensors, got 3-D"):
         rg.mm(x.unsqueeze(0), x)
+
+
+def test_format_array_and_size():
+    assert f"{rg.tensor(0.123456):.3f}" == "0.123" and f"{rg.tensor(7)}" == "7"
+    assert "tensor" in f"{rg.ones(2)}"
+    assert np.array_equal(np.asarray(rg.tensor([[1, 2]])), [[1, 2]])
+    assert np.asarray(rg.ones(2, dtype=rg.bfloat16), dtype=np.float64).dtype == np.float64
+    assert rg.Size([2, 3]) == rg.zeros(2, 3).shape and rg.Size((2, 3)).numel() == 6

@@ -35,6 +35,20 @@ nb::tuple shape_tuple(const Tensor& t) {
 void bind_metadata(TensorClass& c) {
   // Tensor(other): a new handle over other's data, detached (what Parameter(data) needs).
   c.def("__init__", [](Tensor* self, const Tensor& other) { new (self) Tensor(other.detach()); });
+  // torch.Tensor(2, 3): a float32 tensor of that shape (zeros); torch.Tensor([1, 2]): float32
+  // values (through ringgrad.tensor).
+  c.def("__init__", [](Tensor* self, nb::args args) {
+    bool sizes = args.size() > 0;
+    for (nb::handle a : args) sizes = sizes && nb::isinstance<nb::int_>(a);
+    if (sizes || args.size() == 0) {
+      new (self) Tensor(zeros(sizes ? shape_from_args(args) : Shape{0}, DType::f32));
+      return;
+    }
+    if (args.size() != 1)
+      throw nb::type_error("Tensor(): expected sizes (ints) or one sequence of values");
+    nb::object make = nb::module_::import_("ringgrad").attr("tensor");
+    new (self) Tensor(nb::cast<Tensor>(make(args[0], nb::arg("dtype") = DType::f32)));
+  });
   c.def_prop_ro("shape", &shape_tuple);
   c.def(
       "size",

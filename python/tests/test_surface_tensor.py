@@ -212,3 +212,20 @@ def test_format_array_and_size():
     assert np.array_equal(np.asarray(rg.tensor([[1, 2]])), [[1, 2]])
     assert np.asarray(rg.ones(2, dtype=rg.bfloat16), dtype=np.float64).dtype == np.float64
     assert rg.Size([2, 3]) == rg.zeros(2, 3).shape and rg.Size((2, 3)).numel() == 6
+
+
+def test_the_tensor_constructor_as_pytorchs_legacy_one():
+    assert rg.Tensor([1, 2]).dtype == rg.float32 and rg.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    assert rg.Tensor(2, 3).shape == (2, 3) and rg.Tensor().shape == (0,)
+    assert rg.Tensor(rg.ones(1, dtype=rg.float64)).dtype == rg.float64  # a new handle
+    with pytest.raises(TypeError, match="Tensor\\(\\): expected sizes"):
+        rg.Tensor([1], [2])
+
+
+def test_clip_grad_norm_returns_a_tensor_and_refuses_other_norms():
+    p = rg.tensor([3.0, 4.0], requires_grad=True)
+    p.grad = rg.tensor([3.0, 4.0])
+    norm = rg.nn.utils.clip_grad_norm_(p, 1.0)
+    assert norm.item() == pytest.approx(5.0) and p.grad.tolist() == pytest.approx([0.6, 0.8])
+    with pytest.raises(NotImplementedError, match="norm_type"):
+        rg.nn.utils.clip_grad_norm_(p, 1.0, norm_type=1)

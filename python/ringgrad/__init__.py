@@ -16,6 +16,7 @@ from ringgrad._dlpack import from_dlpack  # noqa: E402
 from ringgrad import _indexing  # noqa: E402,F401 (Tensor.__getitem__, __setitem__)
 from ringgrad.serialization import save, load  # noqa: E402
 from ringgrad import _functions  # noqa: E402
+from ringgrad._runtime import amp, autocast, backends, compile  # noqa: E402,A004
 
 _TABLE_OPS = [name for names in _C.op_tables.values() for name in names]
 globals().update({name: getattr(_C, name) for name in _TABLE_OPS})  # noqa (generated)
@@ -69,6 +70,12 @@ class cuda:
     def synchronize(device=None):
         pass
 
+    @staticmethod
+    def is_bf16_supported():
+        return _C.cuda_backend_built()
+
+    amp = amp
+
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
 
@@ -76,4 +83,4 @@ __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "lo
            "ones", "full", "rand", "randn", "arange", "no_grad", "manual_seed", "set_num_threads",
            "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul", "float32",
            "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim",
-           "distributed", "utils"] + _TABLE_OPS + _FUNCTIONS
+           "distributed", "utils", "amp", "autocast", "backends", "compile"] + _TABLE_OPS + _FUNCTIONS

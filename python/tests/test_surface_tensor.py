@@ -229,3 +229,23 @@ def test_clip_grad_norm_returns_a_tensor_and_refuses_other_norms():
     assert norm.item() == pytest.approx(5.0) and p.grad.tolist() == pytest.approx([0.6, 0.8])
     with pytest.raises(NotImplementedError, match="norm_type"):
         rg.nn.utils.clip_grad_norm_(p, 1.0, norm_type=1)
+
+
+def test_the_runtime_knobs_of_training_scripts():
+    rg.backends.cuda.matmul.allow_tf32 = True  # accepted, as nanoGPT's train.py sets it
+    rg.backends.cudnn.allow_tf32 = True
+    model = rg.nn.Linear(2, 2)
+    assert rg.compile(model) is model and rg.compile()(len) is len
+    scaler = rg.amp.GradScaler(enabled=False)
+    opt = rg.optim.SGD(model.parameters(), lr=1.0)
+    loss = scaler.scale(model(rg.ones(1, 2)).sum())
+    loss.backward()
+    scaler.unscale_(opt)
+    before = model.bias.tolist()
+    scaler.step(opt)
+    scaler.update()
+    assert model.bias.tolist() == pytest.approx([b - 1 for b in before])
+    with pytest.raises(NotImplementedError, match="GradScaler: loss scaling is for float16"):
+        rg.cuda.amp.GradScaler()
+    with rg.autocast("cpu", enabled=False):
+        pass

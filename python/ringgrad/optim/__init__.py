@@ -64,8 +64,10 @@ class _StateDict:
         for group, fixed in zip(self.param_groups, self._fixed):
             changed = [k for k in fixed if k not in ("lr", "params") and group.get(k) != fixed[k]]
             if changed:
-                raise NotImplementedError(f"{type(self).__name__}: changing {changed} after "
-                                          "construction is not supported (only 'lr')")
+                raise NotImplementedError(
+                    f"{type(self).__name__}: changing {changed} after construction is not "
+                    "supported (only 'lr'); with OneCycleLR pass cycle_momentum=False, or use "
+                    "Adam, whose every option may change")
         _C.Optimizer.lr.__set__(self, lrs.pop())
         super().step()
         return loss

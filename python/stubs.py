@@ -4,8 +4,10 @@
 
 nanobind's stubgen reads the extension, loaded on its own (an empty package around it, so the
 methods ringgrad/__init__.py adds in Python stay out), and the Tensor methods defined in
-Python (indexing, DLPack, hooks) are then declared in the class. Run it after changing the
-bindings; the python suite checks that the stubs name every binding (test_stubs.py).
+Python (indexing, DLPack, hooks by hand; ringgrad/_tensor.py's found by importing the whole
+package) are then declared in the class. The python suite regenerates the stubs
+(test_stubs.py): a binding added (a new row of an op table) updates _C.pyi when the suite
+runs, and the test fails once, asking to commit the regenerated file.
 """
 import os
 import re
@@ -61,6 +63,33 @@ def add_missing(text, bare):
     return text + "".join(functions)
 
 
+def python_methods(extension, text):
+    """Declarations of the public Tensor methods and properties the Python package adds
+    (ringgrad/_tensor.py, __init__.py) that `text` does not declare yet."""
+    sys.path.insert(0, HERE)
+    from staging import assemble
+    probe = ("import inspect, ringgrad\n"
+             "for name in dir(ringgrad.Tensor):\n"
+             "    if not name.startswith('_'):\n"
+             "        kind = isinstance(inspect.getattr_static(ringgrad.Tensor, name), property)\n"
+             "        print(name, int(kind))\n")
+    with tempfile.TemporaryDirectory() as full:
+        assemble(extension, full)
+        out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                             text=True, env=dict(os.environ, PYTHONPATH=full)).stdout
+    body = text.split("class Tensor:\n", 1)[1]
+    body = re.split(r"\n(?=\S)", body, maxsplit=1)[0]  # up to the next top-level line
+    lines = []
+    for name, is_property in (row.split() for row in out.splitlines()):
+        if f"def {name}(" in body:
+            continue
+        if is_property == "1":
+            lines.append(f"    @property\n    def {name}(self) -> Any: ...\n")
+        else:
+            lines.append(f"    def {name}(self, *args: Any, **kwargs: Any) -> Any: ...\n")
+    return "".join(lines)
+
+
 def write_stubs(extension, output):
     with tempfile.TemporaryDirectory() as bare:
         package = os.path.join(bare, "ringgrad")
@@ -72,8 +101,12 @@ def write_stubs(extension, output):
                         "-o", raw], check=True, env=dict(os.environ, PYTHONPATH=bare))
         text = add_missing(open(raw).read(), bare)
     text = text.replace("class Tensor:\n", "class Tensor:\n" + PYTHON_METHODS, 1)
+    added = python_methods(extension, text)
+    text = text.replace("class Tensor:\n", "class Tensor:\n" + added, 1)
     if "import Callable" not in text and "Callable," not in text:
         text = text.replace("\nimport ", "\nfrom collections.abc import Callable\nimport ", 1)
+    if "import Any" not in text and "Any," not in text:
+        text = text.replace("\nimport ", "\nfrom typing import Any\nimport ", 1)
     with open(output + ".tmp", "w") as f:
         f.write(text)
     os.replace(output + ".tmp", output)

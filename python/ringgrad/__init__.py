@@ -1,27 +1,49 @@
 """ringgrad: tensors, reverse-mode autograd and training, from Python.
 
 A thin layer over the C++ engine (the extension ringgrad._C, python/src/): tensors and
-ops are C++; this package gives them PyTorch's names and signatures.
+ops are C++; this package gives them PyTorch's names and signatures, so that a small PyTorch
+program runs with `import ringgrad as torch`. Every row of the op tables (core/op_table.h)
+is ringgrad.<name> and Tensor.<name> (generated: _C.op_tables lists them by table).
 """
 from ringgrad import _C
-from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_enabled
-from ringgrad._C import set_num_threads, get_num_threads
-from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
-                         softmax, log_softmax, where, clamp, maximum, minimum)
-from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_select, index_add,
-                         cumsum, sort, argsort, topk, max, min)  # noqa: A004 (torch.max, torch.min)
-from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
-from ringgrad._dlpack import from_dlpack
-from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__, index_put)
-from ringgrad._indexing import index_put
-from ringgrad._printing import tensor_repr as _tensor_repr
-from ringgrad.serialization import save, load
+from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled
+from ringgrad._C import set_num_threads, get_num_threads, matmul
+from ringgrad import _tensor
+_tensor.install()
+from ringgrad._creation import (tensor, from_numpy, zeros, ones, full, rand, randn,  # noqa: E402
+                                arange, no_grad, set_default_dtype, get_default_dtype)
+from ringgrad._dlpack import from_dlpack  # noqa: E402
+from ringgrad import _indexing  # noqa: E402,F401 (Tensor.__getitem__, __setitem__, index_put)
+from ringgrad._indexing import index_put  # noqa: E402
+from ringgrad._printing import tensor_repr as _tensor_repr  # noqa: E402
+from ringgrad.serialization import save, load  # noqa: E402
+from ringgrad import _functions  # noqa: E402
+from ringgrad import cuda, amp, backends  # noqa: E402
+from ringgrad.amp import autocast  # noqa: E402
+from ringgrad._runtime import (compile, set_float32_matmul_precision,  # noqa: E402,A004
+                               get_float32_matmul_precision)
 
-float32 = dtype.float32
-float64 = dtype.float64
+_TABLE_OPS = [name for names in _C.op_tables.values() for name in names]
+globals().update({name: getattr(_C, name) for name in _TABLE_OPS})  # noqa (generated)
+_FUNCTIONS = [name for name in dir(_functions) if not name.startswith("_") and name not in
+              ("np", "math", "functools", "builtins", "Tensor", "tensor", "no_grad")]
+globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
+# The indexing ops (python/src/bind_indexing.cpp): max/min along a dim give (values, indices)
+# with the gradient to the index taken, as PyTorch's.
+from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_select,  # noqa: E402
+                         index_add, cumsum, sort, argsort, topk, max, min)  # noqa: A004
+Tensor.all, Tensor.any = _functions._all, _functions._any
+all, any = _functions._all, _functions._any  # noqa: A001 (torch.all, torch.any)
+for _name in ("max", "min"):  # unless the C++ binds its own (values, indices) form
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, getattr(_functions, _name))
+absolute, negative = _C.abs, _C.neg
+
+float32 = float = dtype.float32  # noqa: A001 (torch.float)
+float64 = double = dtype.float64
 bfloat16 = dtype.bfloat16
-int32 = dtype.int32
-int64 = dtype.int64
+int32 = int = dtype.int32  # noqa: A001 (torch.int)
+int64 = long = dtype.int64
 bool = dtype.bool  # noqa: A001 (torch.bool, as PyTorch names it)
 Tensor.register_hook = lambda self, hook: _C.register_hook(self, hook)
 Tensor.register_hook.__doc__ = "hook(grad) runs when this tensor's gradient is computed; it may "\
@@ -32,41 +54,18 @@ Tensor.register_post_accumulate_grad_hook.__doc__ = "hook(param) runs once param
     "for this backward (torch.Tensor.register_post_accumulate_grad_hook)."
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
 Tensor.__repr__ = Tensor.__str__ = _tensor_repr  # PyTorch's layout of the numbers
+dtype.is_floating_point = property(lambda self: self.name in _tensor._FLOATING)
+dtype.itemsize = property(lambda self: {"float32": 4, "float64": 8, "bfloat16": 2, "int32": 4,
+                                        "int64": 8, "bool": 1}[self.name])
+
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
 
-__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
-           "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
-           "gather", "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "index_put", "cumsum", "sort",
-           "argsort", "topk", "max", "min", "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
-
-# PyTorch's runtime switches (device queries, autocast, TF32, compile) under their names.
-from ringgrad import cuda, amp, backends  # noqa: E402
-from ringgrad.amp import autocast  # noqa: E402
-
-_MATMUL_PRECISION = {"highest": False, "high": True, "medium": True}
-
-
-def set_float32_matmul_precision(precision):
-    """'highest': f32 GEMMs in f32; 'high'/'medium': TF32 allowed (on a GPU), as PyTorch."""
-    if precision not in _MATMUL_PRECISION:
-        raise ValueError(f"set_float32_matmul_precision: {precision!r} is not one of "
-                         "'highest', 'high', 'medium'")
-    _C.set_allow_tf32(_MATMUL_PRECISION[precision])
-
-
-def get_float32_matmul_precision():
-    return "high" if _C.allow_tf32() else "highest"
-
-
-def compile(model=None, **options):  # noqa: A001 (torch.compile)
-    """torch.compile's signature; ringgrad runs eagerly, so the model is returned as it is
-    (a decorator without arguments too). CUDA graphs are ringgrad's own way to cut launch
-    costs (docs/cuda-graphs.md)."""
-    if model is None:
-        return lambda fn: fn
-    return model
-
-
-__all__ += ["cuda", "amp", "backends", "autocast", "set_float32_matmul_precision",
-            "get_float32_matmul_precision", "compile"]
+__all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros",
+           "ones", "full", "rand", "randn", "arange", "no_grad", "manual_seed", "set_num_threads",
+           "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul", "float32",
+           "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim",
+           "distributed", "utils", "amp", "autocast", "backends", "compile", "cuda",
+           "set_float32_matmul_precision", "get_float32_matmul_precision", "gather",
+           "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "index_put",
+           "cumsum", "sort", "argsort", "topk", "max", "min"] + _TABLE_OPS + _FUNCTIONS

@@ -32,13 +32,31 @@ def from_numpy(array):
     return _C.from_numpy(_shareable(array))
 
 
-def _as_array(data):
-    """A NumPy array of data, with PyTorch's default dtypes for Python values."""
+_default_dtype = [_C.dtype.float32]
+
+
+def set_default_dtype(d):
+    """The dtype of floating tensors made without one (factories, tensor() of floats)."""
+    if d not in (_C.dtype.float32, _C.dtype.float64, _C.dtype.bfloat16):
+        raise TypeError(f"set_default_dtype: only floating dtypes are supported, got {d}")
+    _default_dtype[0] = d
+
+
+def get_default_dtype():
+    return _default_dtype[0]
+
+
+def _as_array(data, dtype=None):
+    """A NumPy array of data, with PyTorch's default dtypes for Python values (float64 kept
+    when float64 is asked for)."""
     if isinstance(data, np.ndarray):
         return data
+    if isinstance(data, (list, tuple)) and data and all(isinstance(d, _C.Tensor) for d in data):
+        data = [d.tolist() for d in data]  # tensor([t1, t2]) of 0-d or equal-shape tensors
     array = np.array(data)
-    if array.dtype == np.float64:
-        array = array.astype(np.float32)
+    if array.dtype == np.float64 and dtype != _C.dtype.float64:
+        array = array.astype(np.float64 if get_default_dtype() == _C.dtype.float64
+                             else np.float32)
     elif array.dtype.kind in "iu":
         array = array.astype(np.int64)
     return array
@@ -56,7 +74,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _C.Tensor):
         out = data.detach().clone()
     else:
-        out = from_numpy(_as_array(data)).clone()
+        out = from_numpy(_as_array(data, dtype)).clone()
+        if out.dtype == _C.dtype.float32 and get_default_dtype() == _C.dtype.bfloat16 and \
+                not isinstance(data, np.ndarray):
+            out = out.to(_C.dtype.bfloat16)
     if dtype is not None and dtype != out.dtype:
         out = out.to(dtype)
     return _placed(out, device, requires_grad)
@@ -71,8 +92,10 @@ def _shape(size):
 
 def _factory(make):
     @functools.wraps(make)
-    def factory(*size, dtype=_C.dtype.float32, device=None, requires_grad=False):
-        return _placed(make(_shape(size), dtype), device, requires_grad)
+    def factory(*size, dtype=None, device=None, requires_grad=False, out=None):
+        if out is not None:
+            raise NotImplementedError(f"{make.__name__}: out= is not supported")
+        return _placed(make(_shape(size), dtype or get_default_dtype()), device, requires_grad)
     return factory
 
 
@@ -82,8 +105,11 @@ rand = _factory(_C.rand)
 randn = _factory(_C.randn)
 
 
-def full(size, fill_value, dtype=_C.dtype.float32, device=None, requires_grad=False):
-    return _placed(_C.full(list(size), fill_value, dtype), device, requires_grad)
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:  # torch.full infers it from the value
+        dtype = _C.dtype.bool if isinstance(fill_value, bool) else _C.dtype.int64 \
+            if isinstance(fill_value, int) else get_default_dtype()
+    return _placed(_C.full(list(size), float(fill_value), dtype), device, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -92,7 +118,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     if dtype is None:
         whole = all(isinstance(v, int) for v in (start, end, step))
-        dtype = _C.dtype.int64 if whole else _C.dtype.float32
+        dtype = _C.dtype.int64 if whole else get_default_dtype()
     return _placed(_C.arange(start, end, step, dtype), device, requires_grad)
 
 
@@ -110,6 +136,6 @@ class no_grad:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
-            with no_grad():
+            with type(self)():
                 return fn(*args, **kwargs)
         return wrapped

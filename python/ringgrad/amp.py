@@ -35,13 +35,18 @@ class autocast:
 
 
 class GradScaler:
-    """torch.amp.GradScaler for bfloat16, which needs no loss scaling (its exponent range is
-    float32's): scale() returns the loss as it is, step() steps, update() does nothing. With
-    enabled=True and float16 in mind PyTorch would scale; ringgrad has no float16."""
+    """torch.amp.GradScaler with enabled=False (what float32 and bfloat16 runs use): every
+    method passes through. enabled=True needs float16, which ringgrad does not have."""
 
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
-        self._enabled = enabled
+        if enabled:
+            raise NotImplementedError("GradScaler: loss scaling is for float16, which ringgrad "
+                                      "does not have; pass enabled=False (bfloat16 and float32 "
+                                      "need none)")
+
+    def is_enabled(self):
+        return False
 
     def scale(self, outputs):
         return outputs
@@ -55,11 +60,14 @@ class GradScaler:
     def update(self, new_scale=None):
         pass
 
-    def is_enabled(self):
-        return self._enabled
-
     def get_scale(self):
         return 1.0
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
 
 
 __all__ = ["autocast", "GradScaler"]

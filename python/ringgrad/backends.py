@@ -1,7 +1,7 @@
 """torch.backends' switches that scripts set: backends.cuda.matmul.allow_tf32 (f32 GEMMs
 on tensor cores with a 10-bit mantissa; off by default, as in PyTorch) and
 backends.cudnn.allow_tf32 / .benchmark / .deterministic (ringgrad has no cuDNN: accepted and
-kept, without effect; its kernels are deterministic)."""
+kept, without effect; its kernels are deterministic); backends.mps (none)."""
 from ringgrad import _C
 
 
@@ -18,14 +18,33 @@ class _Matmul:
 class _Cuda:
     matmul = _Matmul()
 
+    @staticmethod
+    def is_built():
+        return _C.cuda_backend_built()
+
 
 class _Cudnn:
     allow_tf32 = True
     benchmark = False
     deterministic = True
-    enabled = True
+    enabled = False
+
+    @staticmethod
+    def is_available():
+        return False
+
+
+class _Mps:
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def is_built():
+        return False
 
 
 cuda = _Cuda()
 cudnn = _Cudnn()
-__all__ = ["cuda", "cudnn"]
+mps = _Mps()
+__all__ = ["cuda", "cudnn", "mps"]

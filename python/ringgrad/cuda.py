@@ -2,6 +2,7 @@
 device_count(), synchronize(). The answers are the engine's: a build without the cuda
 backend (pip's default) or a machine without a GPU has 0 devices."""
 from ringgrad import _C
+from ringgrad import amp  # noqa: F401 (torch.cuda.amp.GradScaler, torch.cuda.amp.autocast)
 
 
 def device_count():

@@ -1,11 +1,14 @@
 // The Tensor class as Python sees it: a handle (copying it shares storage and autograd state,
 // as rg::Tensor does), with PyTorch's names: .shape, .dtype, .item(), .grad, .backward(),
-// operators with NumPy broadcasting, .T, .reshape/.view, repr. Python's Parameter
-// (ringgrad/nn) subclasses it.
+// operators with NumPy broadcasting and Python numbers on either side (comparisons are
+// elementwise; & | ^ ~ on bool tensors), in-place forms, .T, .reshape/.view, repr. The op
+// tables' methods are generated (bind_table.cpp); methods written in Python are added by
+// ringgrad/_tensor.py. Python's Parameter (ringgrad/nn) subclasses it.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "ops/ops.h"
 #include "python/src/bindings.h"
 #include "python/src/interrupt.h"
@@ -29,16 +32,23 @@ nb::tuple shape_tuple(const Tensor& t) {
   return nb::tuple(dims);
 }
 
-// dims=None: all; an int or a sequence of ints otherwise.
-std::vector<int64_t> dims_of(const nb::object& dim) {
-  if (dim.is_none()) return {};
-  if (nb::isinstance<nb::int_>(dim)) return {nb::cast<int64_t>(dim)};
-  return nb::cast<std::vector<int64_t>>(dim);
-}
-
 void bind_metadata(TensorClass& c) {
   // Tensor(other): a new handle over other's data, detached (what Parameter(data) needs).
   c.def("__init__", [](Tensor* self, const Tensor& other) { new (self) Tensor(other.detach()); });
+  // torch.Tensor(2, 3): a float32 tensor of that shape (zeros); torch.Tensor([1, 2]): float32
+  // values (through ringgrad.tensor).
+  c.def("__init__", [](Tensor* self, nb::args args) {
+    bool sizes = args.size() > 0;
+    for (nb::handle a : args) sizes = sizes && nb::isinstance<nb::int_>(a);
+    if (sizes || args.size() == 0) {
+      new (self) Tensor(zeros(sizes ? shape_from_args(args) : Shape{0}, DType::f32));
+      return;
+    }
+    if (args.size() != 1)
+      throw nb::type_error("Tensor(): expected sizes (ints) or one sequence of values");
+    nb::object make = nb::module_::import_("ringgrad").attr("tensor");
+    new (self) Tensor(nb::cast<Tensor>(make(args[0], nb::arg("dtype") = DType::f32)));
+  });
   c.def_prop_ro("shape", &shape_tuple);
   c.def(
       "size",
@@ -103,6 +113,21 @@ void bind_autograd(TensorClass& c) {
       },
       nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = false);
   c.def("detach", &Tensor::detach);
+  // The autograd node that made this tensor (None for leaves), by name: Tensor.grad_fn
+  // (ringgrad/_tensor.py) wraps it.
+  c.def_prop_ro("_grad_fn_name", [](const Tensor& t) -> nb::object {
+    auto node = t.grad_fn();
+    return node ? nb::cast(node->name()) : nb::none();
+  });
+  // t.data = other: t now views other's storage (shape, dtype), keeping its autograd state.
+  c.def("_set_data", [](Tensor& t, const Tensor& src) {
+    TensorImpl* dst = t.impl();
+    dst->storage = src.storage();
+    dst->shape = src.shape();
+    dst->strides = src.strides();
+    dst->offset = src.offset();
+    dst->dtype = src.dtype();
+  });
   c.def("retain_grad", &Tensor::retain_grad);
 }
 
@@ -148,53 +173,120 @@ void bind_shape_methods(TensorClass& c) {
   c.def("cpu", [](const Tensor& t) { return t.to(kCPU); });
 }
 
-void bind_reductions(TensorClass& c) {
-  c.def(
-      "sum",
-      [](const Tensor& t, nb::object dim, bool keepdim) {
-        return rg::sum(t, dims_of(dim), keepdim);
-      },
-      nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  c.def(
-      "mean",
-      [](const Tensor& t, nb::object dim, bool keepdim) {
-        return rg::mean(t, dims_of(dim), keepdim);
-      },
-      nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  c.def(
-      "argmax",
-      [](const Tensor& t, nb::object dim, bool keepdim) {
-        return dim.is_none() ? rg::argmax(t) : rg::argmax(t, nb::cast<int64_t>(dim), keepdim);
-      },
-      nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  c.def("exp", &Tensor::exp);
-  c.def("log", &Tensor::log);
-  c.def("sqrt", &Tensor::sqrt);
-  c.def("abs", &Tensor::abs);
-  c.def("pow", &Tensor::pow);
+// Whether a Python value can be an operand of an operator (else it returns NotImplemented,
+// so that t == None is False and Python tries the other side).
+bool is_operand(nb::handle v) {
+  return nb::isinstance<Tensor>(v) || nb::isinstance<nb::int_>(v) ||
+         nb::isinstance<nb::float_>(v) || nb::hasattr(v, "__index__") ||
+         nb::hasattr(v, "__float__");
 }
 
-// Binary operators for tensor op tensor and tensor op number; reflected forms for number
-// op tensor. Python falls back to the reflected form when the left side is a number.
+// An operator over binary_operands: `self op other` (reflected: `other op self`).
+template <typename Fn>
+void def_operator(TensorClass& c, const char* name, const char* op, bool reflected, Fn fn) {
+  c.def(
+      name,
+      [fn, op, reflected](nb::handle self, nb::handle other) -> nb::object {
+        if (!is_operand(other)) return nb::borrow(Py_NotImplemented);
+        auto [a, b] =
+            reflected ? binary_operands(op, other, self) : binary_operands(op, self, other);
+        return nb::cast(fn(a, b));
+      },
+      nb::arg("other").none());
+}
+
+// Logical &, |, ^ of bool tensors (PyTorch's bitwise ops on integers are not supported).
+Tensor logical(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::b8 || b.dtype() != DType::b8)
+    throw nb::type_error((std::string(op) + ": only bool tensors are supported (got " +
+                          dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()) + ")")
+                             .c_str());
+  std::string_view name(op);
+  Tensor zero = scalar_tensor(0, DType::i64, a.device());
+  if (name == "__and__") return rg::ne(rg::mul(a, b), zero);
+  if (name == "__or__") return rg::ne(rg::add(a, b), zero);
+  return rg::ne(a, b);
+}
+
 void bind_operators(TensorClass& c) {
   using T = const Tensor&;
-  c.def("__add__", [](T a, T b) { return a + b; });
-  c.def("__add__", [](T a, double b) { return a + b; });
-  c.def("__radd__", [](T a, double b) { return b + a; });
-  c.def("__sub__", [](T a, T b) { return a - b; });
-  c.def("__sub__", [](T a, double b) { return a - b; });
-  c.def("__rsub__", [](T a, double b) { return b - a; });
-  c.def("__mul__", [](T a, T b) { return a * b; });
-  c.def("__mul__", [](T a, double b) { return a * b; });
-  c.def("__rmul__", [](T a, double b) { return b * a; });
-  c.def("__truediv__", [](T a, T b) { return a / b; });
-  c.def("__truediv__", [](T a, double b) { return a / b; });
-  c.def("__rtruediv__", [](T a, double b) { return b / a; });
+  def_operator(c, "__add__", "add", false, [](T a, T b) { return a + b; });
+  def_operator(c, "__radd__", "add", true, [](T a, T b) { return a + b; });
+  def_operator(c, "__sub__", "sub", false, [](T a, T b) { return a - b; });
+  def_operator(c, "__rsub__", "sub", true, [](T a, T b) { return a - b; });
+  def_operator(c, "__mul__", "mul", false, [](T a, T b) { return a * b; });
+  def_operator(c, "__rmul__", "mul", true, [](T a, T b) { return a * b; });
+  def_operator(c, "__truediv__", "div", false, [](T a, T b) { return a / b; });
+  def_operator(c, "__rtruediv__", "div", true, [](T a, T b) { return a / b; });
+  def_operator(c, "__pow__", "pow", false, [](T a, T b) { return rg::pow(a, b); });
+  def_operator(c, "__rpow__", "pow", true, [](T a, T b) { return rg::pow(a, b); });
+  def_operator(c, "__eq__", "eq", false, [](T a, T b) { return rg::eq(a, b); });
+  def_operator(c, "__ne__", "ne", false, [](T a, T b) { return rg::ne(a, b); });
+  def_operator(c, "__lt__", "lt", false, [](T a, T b) { return rg::lt(a, b); });
+  def_operator(c, "__le__", "le", false, [](T a, T b) { return rg::le(a, b); });
+  def_operator(c, "__gt__", "gt", false, [](T a, T b) { return rg::gt(a, b); });
+  def_operator(c, "__ge__", "ge", false, [](T a, T b) { return rg::ge(a, b); });
+  const std::pair<const char*, const char*> logical_ops[] = {
+      {"__and__", "__rand__"}, {"__or__", "__ror__"}, {"__xor__", "__rxor__"}};
+  for (auto [op, reflected] : logical_ops) {
+    def_operator(c, op, op, false, [op](T a, T b) { return logical(op, a, b); });
+    def_operator(c, reflected, op, true, [op](T a, T b) { return logical(op, a, b); });
+  }
   c.def("__matmul__", [](T a, T b) { return rg::matmul(a, b); });
-  c.def("__pow__", [](T a, double e) { return rg::pow(a, e); });
   c.def("__neg__", [](T a) { return -a; });
-  c.def("__lt__", [](T a, T b) { return rg::lt(a, b); });
-  c.def("__gt__", [](T a, T b) { return rg::gt(a, b); });
+  c.def("__pos__", [](T a) { return a; });
+  c.def("__abs__", [](T a) { return rg::abs(a); });
+  c.def("__invert__", [](T a) {
+    if (a.dtype() != DType::b8)
+      throw nb::type_error(
+          (std::string("__invert__: only bool tensors are supported, got ") + dtype_name(a.dtype()))
+              .c_str());
+    return rg::logical_not(a);
+  });
+}
+
+// In place, returning self: add_(other, alpha=1), sub_, mul_, div_ with a tensor or a number,
+// and the augmented assignments +=, -=, *=, /= (out of place when autograd records, so that
+// `x += y` inside a model keeps its gradient, as PyTorch's in-place autograd would).
+void bind_inplace(TensorClass& c) {
+  auto inplace = [](const char* op, nb::handle self, nb::handle other, double alpha) {
+    auto [t, o] = binary_operands(op, self, other);
+    std::string_view name(op);
+    if (name == "add_") t.add_(o, alpha);
+    if (name == "sub_") t.add_(o, -alpha);
+    if (name == "mul_") t.mul_(o);
+    if (name == "div_") t.div_(o);
+    return nb::borrow(self);
+  };
+  for (const char* op : {"add_", "sub_"})
+    c.def(
+        op,
+        [inplace, op](nb::handle s, nb::handle o, double alpha) {
+          return inplace(op, s, o, alpha);
+        },
+        nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1.0);
+  for (const char* op : {"mul_", "div_"})
+    c.def(
+        op, [inplace, op](nb::handle s, nb::handle o) { return inplace(op, s, o, 1.0); },
+        nb::arg("other"));
+  const std::pair<const char*, const char*> augmented[] = {
+      {"__iadd__", "add_"}, {"__isub__", "sub_"}, {"__imul__", "mul_"}, {"__itruediv__", "div_"}};
+  for (auto [name, op] : augmented)
+    c.def(
+        name,
+        [inplace, op](nb::handle self, nb::handle other) -> nb::object {
+          if (!is_operand(other)) return nb::borrow(Py_NotImplemented);
+          auto [a, b] = binary_operands(op, self, other);
+          bool records = GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+          if (!records) return inplace(op, self, other, 1.0);
+          std::string_view o(op);
+          return nb::cast(o == "add_" ? a + b : o == "sub_" ? a - b : o == "mul_" ? a * b : a / b);
+        },
+        nb::arg("other").none());
+  c.def("zero_", [](nb::handle self) {
+    nb::cast<Tensor&>(self).zero_();
+    return nb::borrow(self);
+  });
 }
 
 }  // namespace
@@ -204,8 +296,9 @@ void bind_tensor(nb::module_& m) {
   bind_metadata(c);
   bind_autograd(c);
   bind_shape_methods(c);
-  bind_reductions(c);
   bind_operators(c);
+  bind_inplace(c);
+  bind_table_methods(c);
 }
 
 }  // namespace rg::python

@@ -31,6 +31,14 @@ auto as_runtime_error(Fn&& fn) -> decltype(fn()) {
   }
 }
 
+// The ops of the op tables (core/op_table.h), generated from its X-macros (bind_table.cpp):
+// as ringgrad._C functions and as Tensor methods.
+void bind_table_functions(nb::module_& m);
+void bind_table_methods(nb::class_<Tensor>& c);
+// The two operands of a binary op from Python values: tensors, or a number on one side,
+// made a 0-d tensor of the other's dtype (PyTorch's scalar rule). TypeError naming op else.
+std::pair<Tensor, Tensor> binary_operands(const char* op, nb::handle a, nb::handle b);
+
 // A shape from Python's t.reshape(2, 3) or t.reshape((2, 3)) or t.reshape([2, 3]).
 Shape shape_from_args(const nb::args& args);
 

@@ -32,7 +32,8 @@ def test_autocast_refuses_other_dtypes_naming_them():
 
 
 def test_tf32_switches_and_matmul_precision():
-    assert torch.backends.cuda.matmul.allow_tf32 is False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    assert torch.get_float32_matmul_precision() == "highest"
     try:
         torch.set_float32_matmul_precision("high")
         assert torch.backends.cuda.matmul.allow_tf32 is True

@@ -1,12 +1,30 @@
-"""The type stubs (ringgrad/_C.pyi, written by python/stubs.py) parse and name every function
-and class of the extension, and every Tensor method: a binding added without regenerating
-them fails here."""
+"""The type stubs (ringgrad/_C.pyi, written by python/stubs.py) are regenerated here from the
+extension under test, so a binding added (a new op-table row) reaches them without a step by
+hand; they parse and name every function and class of the extension, and every Tensor
+method."""
 import ast
 import os
+import sys
+
+import pytest
 
 import ringgrad as rg
 
-STUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ringgrad", "_C.pyi")
+HERE = os.path.dirname(os.path.abspath(__file__))
+STUB = os.path.join(HERE, "..", "ringgrad", "_C.pyi")
+
+
+def test_the_stubs_are_regenerated_from_the_bindings():
+    """Rewrites _C.pyi when the bindings changed, and fails once, asking to commit it. Needs
+    nanobind's stubgen: a plain `pip install` (the README's check) has no nanobind, and the
+    test below still checks the committed stubs there."""
+    pytest.importorskip("nanobind.stubgen")
+    sys.path.insert(0, os.path.dirname(HERE))
+    from stubs import write_stubs
+    before = open(STUB).read()
+    write_stubs(os.path.realpath(rg._C.__file__), STUB)
+    assert open(STUB).read() == before, "python/ringgrad/_C.pyi was stale and has been " \
+        "regenerated from the bindings: commit it"
 
 
 def defined_names(body):

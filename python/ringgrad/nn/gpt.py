@@ -31,8 +31,8 @@ class CausalSelfAttention(Module):
     def __init__(self, c):
         super().__init__()
         self.n_head = c.n_head
-        self.c_attn = Linear(c.n_embd, 3 * c.n_embd, c.bias, c.dtype)
-        self.c_proj = Linear(c.n_embd, c.n_embd, c.bias, c.dtype)
+        self.c_attn = Linear(c.n_embd, 3 * c.n_embd, bias=c.bias, dtype=c.dtype)
+        self.c_proj = Linear(c.n_embd, c.n_embd, bias=c.bias, dtype=c.dtype)
 
     def forward(self, x):
         return self.c_proj(F.packed_qkv_attention(self.c_attn(x), self.n_head, True))
@@ -41,9 +41,9 @@ class CausalSelfAttention(Module):
 class MLP(Module):
     def __init__(self, c):
         super().__init__()
-        self.c_fc = Linear(c.n_embd, 4 * c.n_embd, c.bias, c.dtype)
+        self.c_fc = Linear(c.n_embd, 4 * c.n_embd, bias=c.bias, dtype=c.dtype)
         self.gelu = GELU(c.gelu_approximate)
-        self.c_proj = Linear(4 * c.n_embd, c.n_embd, c.bias, c.dtype)
+        self.c_proj = Linear(4 * c.n_embd, c.n_embd, bias=c.bias, dtype=c.dtype)
 
     def forward(self, x):
         return self.c_proj(self.gelu(self.c_fc(x)))
@@ -52,9 +52,9 @@ class MLP(Module):
 class Block(Module):
     def __init__(self, c):
         super().__init__()
-        self.ln_1 = LayerNorm(c.n_embd, 1e-5, c.bias, c.dtype)
+        self.ln_1 = LayerNorm(c.n_embd, 1e-5, bias=c.bias, dtype=c.dtype)
         self.attn = CausalSelfAttention(c)
-        self.ln_2 = LayerNorm(c.n_embd, 1e-5, c.bias, c.dtype)
+        self.ln_2 = LayerNorm(c.n_embd, 1e-5, bias=c.bias, dtype=c.dtype)
         self.mlp = MLP(c)
 
     def forward(self, x):
@@ -68,7 +68,7 @@ class _Transformer(Module):
         self.wte = Embedding(c.vocab_size, c.n_embd, c.dtype)
         self.wpe = Embedding(c.block_size, c.n_embd, c.dtype)
         self.h = ModuleList([Block(c) for _ in range(c.n_layer)])
-        self.ln_f = LayerNorm(c.n_embd, 1e-5, c.bias, c.dtype)
+        self.ln_f = LayerNorm(c.n_embd, 1e-5, bias=c.bias, dtype=c.dtype)
 
 
 class GPT(Module):
@@ -76,7 +76,7 @@ class GPT(Module):
         super().__init__()
         self.config = config
         self.transformer = _Transformer(config)
-        self.lm_head = Linear(config.n_embd, config.vocab_size, False, config.dtype)
+        self.lm_head = Linear(config.n_embd, config.vocab_size, bias=False, dtype=config.dtype)
         self.lm_head.weight = self.transformer.wte.weight  # tied, as nanoGPT
         object.__setattr__(self, "_positions", _C.arange(0, config.block_size, 1,
                                                          _C.dtype.int64))

@@ -46,6 +46,9 @@ class GELU(Module):
 
 
 class ReLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+
     def forward(self, x):
         return F.relu(x)
 
@@ -55,11 +58,24 @@ class Sequential(Module):
 
     def __init__(self, *modules):
         super().__init__()
+        if len(modules) == 1 and hasattr(modules[0], "items"):  # Sequential(OrderedDict(...))
+            for name, module in modules[0].items():
+                setattr(self, name, module)
+            return
         for i, module in enumerate(modules):
             setattr(self, str(i), module)
 
     def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(*list(self._modules.values())[index])
         return list(self._modules.values())[index]
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
 
     def __len__(self):
         return len(self._modules)
@@ -91,13 +107,15 @@ class LayerNorm(Module):
     """Normalizes the last dims to mean 0 and variance 1, then weight * x + bias (ones and
     zeros at first, torch.nn.LayerNorm's)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, bias=True, dtype=_C.dtype.float32):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
         super().__init__()
         shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+        dtype = dtype or _C.dtype.float32
         self.normalized_shape = shape
         self.eps = eps
-        self.weight = Parameter(_C.ones(shape, dtype))
-        self.bias = Parameter(_C.zeros(shape, dtype)) if bias else None
+        self.weight = Parameter(_C.ones(shape, dtype)) if elementwise_affine else None
+        self.bias = Parameter(_C.zeros(shape, dtype)) if elementwise_affine and bias else None
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -110,7 +128,7 @@ class Dropout(Module):
     """Zeroes each element with probability p in training (scaling the others by 1/(1-p));
     the identity in eval()."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if not 0 <= p <= 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -133,6 +151,11 @@ class ModuleList(Module):
 
     def append(self, module):
         setattr(self, str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
         return self
 
     def __getitem__(self, index):

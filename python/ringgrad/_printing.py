@@ -94,16 +94,6 @@ def _body(values, indent, summarize, formatter):
     return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
-def _pytorch_node_name(name):
-    """PyTorch's class name for the node of op `name`: mul -> MulBackward0."""
-    special = {"cross_entropy": "NllLossBackward0", "matmul": "MmBackward0",
-               "linear": "AddmmBackward0", "to": "ToCopyBackward0", "log_softmax":
-               "LogSoftmaxBackward0", "mse_loss": "MseLossBackward0"}
-    if name in special:
-        return special[name]
-    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
-
-
 def _with_suffixes(text, suffixes, indent):
     last_line = len(text) - text.rfind("\n") + 1
     out = [text]
@@ -142,9 +132,9 @@ def tensor_repr(t):
         summarize = values.size > THRESHOLD
         formatter = _Formatter(_summarized(values) if summarize else values, floating)
         body = _body(values, indent, summarize, formatter)
-    node = _C.grad_fn_name(t)
+    node = t.grad_fn
     if node is not None:
-        suffixes.append(f"grad_fn=<{_pytorch_node_name(node)}>")
+        suffixes.append(f"grad_fn=<{node.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(prefix + body, suffixes, indent)

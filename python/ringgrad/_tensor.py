@@ -39,11 +39,18 @@ class device:
         return hash(str(self))
 
 
+# PyTorch's node names where they are not the op's name in CamelCase + "Backward0".
+_PYTORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "matmul": "MmBackward0",
+                       "linear": "AddmmBackward0", "to": "ToCopyBackward0",
+                       "log_softmax": "LogSoftmaxBackward0", "mse_loss": "MseLossBackward0"}
+
+
 class _GradFn:
-    """The node that made a tensor (tensor.grad_fn), by its autograd name (e.g. MulBackward)."""
+    """The node that made a tensor (tensor.grad_fn), by PyTorch's name for it (MulBackward0)."""
 
     def __init__(self, name):
-        self._name = "".join(part.capitalize() for part in name.split("_")) + "Backward0"
+        self._name = _PYTORCH_NODE_NAMES.get(name) or \
+            "".join(part.capitalize() for part in name.split("_")) + "Backward0"
 
     def name(self):
         return self._name

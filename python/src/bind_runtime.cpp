@@ -1,7 +1,6 @@
 // The runtime switches PyTorch scripts reach for around their model: how many GPUs there are
 // (torch.cuda.is_available), waiting for a device (torch.cuda.synchronize), autocast's state
-// (torch.autocast), TF32 matmuls (torch.backends.cuda.matmul.allow_tf32), and the name of the
-// op behind a tensor, for printing. The Python
+// (torch.autocast), and TF32 matmuls (torch.backends.cuda.matmul.allow_tf32). The Python
 // side (ringgrad/cuda.py, ringgrad/amp.py, ringgrad/backends.py) gives them PyTorch's names.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -40,13 +39,6 @@ void bind_runtime(nb::module_& m) {
         AutocastMode::set(enabled, lower);
       },
       nb::arg("enabled"), nb::arg("dtype"));
-  // The name of the op that made t (null for leaves and tensors made without grad), which
-  // ringgrad/_printing.py shows as PyTorch's grad_fn=<MulBackward0>.
-  m.def("grad_fn_name", [](const Tensor& t) -> nb::object {
-    const AutogradMetaInterface* meta = t.impl()->autograd.get();
-    const char* name = meta ? meta->grad_fn_name() : nullptr;
-    return name ? nb::object(nb::str(name)) : nb::none();
-  });
   m.def("allow_tf32", [] { return rg::allow_tf32(); });
   m.def("set_allow_tf32", &rg::set_allow_tf32, nb::arg("allow"));
 }

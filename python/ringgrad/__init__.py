@@ -4,11 +4,14 @@ A thin layer over the C++ engine (the extension ringgrad._C, python/src/): tenso
 ops are C++; this package gives them PyTorch's names and signatures.
 """
 from ringgrad import _C
-from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_enabled
+from ringgrad._C import Tensor, dtype, is_grad_enabled, set_grad_enabled
 from ringgrad._C import set_num_threads, get_num_threads
 from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
                          softmax, log_softmax, where, clamp, maximum, minimum)
-from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
+from ringgrad._creation import tensor, from_numpy, zeros, ones, full, arange, no_grad
+from ringgrad._random import (Generator, default_generator, manual_seed, seed, initial_seed,
+                              get_rng_state, set_rng_state, rand, randn, rand_like, randn_like,
+                              randint, randint_like, randperm, normal, bernoulli, multinomial)
 from ringgrad._dlpack import from_dlpack
 from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
 from ringgrad.serialization import save, load
@@ -31,5 +34,7 @@ dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torc
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
-           "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
+           "arange", "no_grad", "manual_seed", "Generator", "default_generator", "seed",
+           "initial_seed", "get_rng_state", "set_rng_state", "rand_like", "randn_like", "randint",
+           "randint_like", "randperm", "normal", "bernoulli", "multinomial", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]

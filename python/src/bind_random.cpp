@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <random>
+#include <type_traits>
 
 #include "core/shape_checks.h"
 #include "core/torch_generator.h"
@@ -126,6 +127,15 @@ void bind_random(nb::module_& m) {
     return floating(s, d, "bernoulli_", [&](auto* p, int64_t n) { g.bernoulli(p, n, prob); });
   });
   m.def("bernoulli_tensor", &bernoulli_of);
+  // torch's CPU dropout mask: bernoulli_(keep), then divided by keep in the dtype.
+  m.def("dropout_noise", [](G& g, const Shape& s, DType d, double keep) {
+    return floating(s, d, "dropout", [&](auto* p, int64_t n) {
+      using T = std::remove_pointer_t<decltype(p)>;
+      g.bernoulli(p, n, keep);
+      const T scale = T(1) / static_cast<T>(keep);
+      for (int64_t i = 0; i < n; ++i) p[i] *= scale;
+    });
+  });
   m.def("integers", &integers);
   m.def("randperm", [](G& g, int64_t n) {
     Tensor out = empty(Shape{n < 0 ? 0 : n}, DType::i64, kCPU);

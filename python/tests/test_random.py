@@ -159,3 +159,17 @@ def test_wrong_arguments_raise_clear_errors():
         rg.manual_seed(2**64)
     with pytest.raises(ValueError, match="only CPU generators"):
         rg.Generator(device="cuda")
+
+
+def test_cpu_dropout_drops_what_torch_drops():
+    rg.manual_seed(0)
+    k = 1 / 0.75
+    assert values(rg.nn.functional.dropout(rg.ones(12, dtype=rg.float64), 0.25)) == [
+        0.0, k, k, 0.0, k, 0.0, k, k, k, k, k, k]
+    x = rg.ones(5, dtype=rg.float64).requires_grad_()
+    rg.manual_seed(0)
+    y = rg.nn.Dropout(0.25)(x)
+    y.sum().backward()
+    assert values(x.grad) == values(y)  # the gradient is the mask itself
+    with pytest.raises(ValueError, match="dropout probability"):
+        rg.nn.functional.dropout(x, 1.5)

@@ -34,13 +34,18 @@ class Mt19937 {
   }
 
  private:
-  // Regenerates all 624 words at once (the recurrence x[k+n] = x[k+m] ^ twist(x[k], x[k+1])).
+  // Regenerates all 624 words at once (x[k + n] = x[k + m] ^ twist(x[k], x[k + 1])), in three
+  // runs so that no index wraps inside a loop.
   void twist() {
     constexpr int kShift = 397;
-    for (int k = 0; k < kWords; ++k) {
-      uint32_t y = (state_[k] & 0x80000000u) | (state_[(k + 1) % kWords] & 0x7fffffffu);
-      state_[k] = state_[(k + kShift) % kWords] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
-    }
+    auto mixed = [this](int k, int next, int far) {
+      uint32_t y = (state_[k] & 0x80000000u) | (state_[next] & 0x7fffffffu);
+      state_[k] = state_[far] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    };
+    int k = 0;
+    for (; k < kWords - kShift; ++k) mixed(k, k + 1, k + kShift);
+    for (; k < kWords - 1; ++k) mixed(k, k + 1, k + kShift - kWords);
+    mixed(kWords - 1, 0, kShift - 1);
     next_ = 0;
   }
 

@@ -197,34 +197,46 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return out.to(input.device)
 
 
-def _fill(tensor, drawn):
-    """tensor's elements replaced by drawn's, in place; returns tensor (torch's x.uniform_())."""
-    tensor.copy_(drawn.to(tensor.device))
+def _in_memory_order(tensor):
+    """A view of tensor whose row-major order is its memory order (dims by falling stride):
+    torch fills a non-contiguous tensor element by element in that order."""
+    strides = tensor.stride()
+    order = sorted(range(tensor.dim()), key=lambda d: -strides[d])
+    return tensor.permute(*order) if order != list(range(tensor.dim())) else tensor
+
+
+def _fill(tensor, draw):
+    """tensor's elements replaced in place by draw(shape), drawn in torch's order; returns
+    tensor (torch's x.uniform_())."""
+    target = tensor if tensor.is_contiguous() else _in_memory_order(tensor)
+    target.copy_(draw(list(target.shape)).to(tensor.device))
     return tensor
 
 
 def _uniform_(self, a=0.0, b=1.0, *, generator=None):
-    return _fill(self, _C.uniform(_engine(generator), list(self.shape),
-                                  _float_dtype(self.dtype, "uniform_"), float(a), float(b),
-                                  "uniform_"))
+    dtype = _float_dtype(self.dtype, "uniform_")
+    return _fill(self, lambda shape: _C.uniform(_engine(generator), shape, dtype, float(a),
+                                                float(b), "uniform_"))
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
-    return _fill(self, _C.normal(_engine(generator), list(self.shape),
-                                 _float_dtype(self.dtype, "normal_"), float(mean), float(std),
-                                 self.is_contiguous(), "normal_"))
+    dtype, contiguous = _float_dtype(self.dtype, "normal_"), self.is_contiguous()
+    return _fill(self, lambda shape: _C.normal(_engine(generator), shape, dtype, float(mean),
+                                               float(std), contiguous, "normal_"))
 
 
 def _exponential_(self, lambd=1.0, *, generator=None):
-    return _fill(self, _C.exponential(_engine(generator), list(self.shape),
-                                      _float_dtype(self.dtype, "exponential_"), float(lambd)))
+    dtype = _float_dtype(self.dtype, "exponential_")
+    return _fill(self, lambda shape: _C.exponential(_engine(generator), shape, dtype,
+                                                    float(lambd)))
 
 
 def _bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, _C.Tensor):
-        return _fill(self, _C.bernoulli_tensor(_engine(generator), p).to(self.dtype))
-    return _fill(self, _C.bernoulli_scalar(_engine(generator), list(self.shape),
-                                           _float_dtype(self.dtype, "bernoulli_"), float(p)))
+        return _fill(self, lambda shape: _C.bernoulli_tensor(_engine(generator), p).to(self.dtype))
+    dtype = _float_dtype(self.dtype, "bernoulli_")
+    return _fill(self, lambda shape: _C.bernoulli_scalar(_engine(generator), shape, dtype,
+                                                         float(p)))
 
 
 # random_()'s draw per dtype: (64-bit draws, modulus), as torch's uniform_int.
@@ -235,13 +247,13 @@ _RANDOM_BITS = {_C.dtype.int64: (True, 1 << 63), _C.dtype.int32: (False, 1 << 31
 
 def _random_(self, from_=None, to=None, *, generator=None):
     """random_(): torch's full-range integers per dtype; random_(to); random_(from, to)."""
-    shape = list(self.shape)
     if from_ is None and to is None:
         wide, modulus = _RANDOM_BITS[self.dtype]
-        return _fill(self, _C.integers(_engine(generator), shape, self.dtype, modulus, 0, wide))
+        return _fill(self, lambda shape: _C.integers(_engine(generator), shape, self.dtype,
+                                                     modulus, 0, wide))
     if to is None:
         from_, to = 0, from_
-    return _fill(self, _integers(generator, shape, self.dtype, from_, to, "random_"))
+    return _fill(self, lambda shape: _integers(generator, shape, self.dtype, from_, to, "random_"))
 
 
 _C.Tensor.uniform_ = _uniform_

@@ -173,3 +173,19 @@ def test_cpu_dropout_drops_what_torch_drops():
     assert values(x.grad) == values(y)  # the gradient is the mask itself
     with pytest.raises(ValueError, match="dropout probability"):
         rg.nn.functional.dropout(x, 1.5)
+
+
+def test_a_non_contiguous_tensor_is_filled_in_memory_order():
+    # torch fills element by element in memory order: a transposed view gets the numbers its
+    # storage would get, and small-path normals (no blocks of 16) even when it has 21 elements.
+    rg.manual_seed(4)
+    base = rg.zeros(7, 3, dtype=rg.float64)
+    base.t().uniform_(-1.0, 1.0)
+    rg.manual_seed(4)
+    assert values(base) == values(rg.zeros(7, 3, dtype=rg.float64).uniform_(-1.0, 1.0))
+    rg.manual_seed(4)
+    view = rg.zeros(7, 3, dtype=rg.float64).t()
+    view.normal_()
+    rg.manual_seed(4)
+    small_path = [values(rg.randn(1, dtype=rg.float64))[0] for _ in range(21)]
+    assert values(view.t().reshape(21)) == small_path

@@ -6,12 +6,16 @@ program runs with `import ringgrad as torch`. Every row of the op tables (core/o
 is ringgrad.<name> and Tensor.<name> (generated: _C.op_tables lists them by table).
 """
 from ringgrad import _C
-from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled
+from ringgrad._C import Tensor, dtype, is_grad_enabled
 from ringgrad._C import set_num_threads, get_num_threads, matmul
 from ringgrad import _tensor
 _tensor.install()
-from ringgrad._creation import (tensor, from_numpy, zeros, ones, full, rand, randn,  # noqa: E402
+from ringgrad._creation import (tensor, from_numpy, zeros, ones, full,  # noqa: E402
                                 arange, no_grad, set_default_dtype, get_default_dtype)
+from ringgrad._random import (Generator, default_generator, manual_seed, seed,  # noqa: E402
+                              initial_seed, get_rng_state, set_rng_state, rand, randn, rand_like,
+                              randn_like, randint, randint_like, randperm, normal, bernoulli,
+                              multinomial)
 from ringgrad._dlpack import from_dlpack  # noqa: E402
 from ringgrad import _indexing  # noqa: E402,F401 (Tensor.__getitem__, __setitem__, index_put)
 from ringgrad._indexing import index_put  # noqa: E402
@@ -68,4 +72,6 @@ __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "lo
            "distributed", "utils", "amp", "autocast", "backends", "compile", "cuda",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "gather",
            "take_along_dim", "scatter", "scatter_add", "index_select", "index_add", "index_put",
-           "cumsum", "sort", "argsort", "topk", "max", "min"] + _TABLE_OPS + _FUNCTIONS
+           "cumsum", "sort", "argsort", "topk", "max", "min", "Generator", "default_generator", "seed",
+           "initial_seed", "get_rng_state", "set_rng_state", "rand_like", "randn_like", "randint",
+           "randint_like", "randperm", "normal", "bernoulli", "multinomial"] + _TABLE_OPS + _FUNCTIONS

@@ -101,8 +101,6 @@ def _factory(make):
 
 zeros = _factory(_C.zeros)
 ones = _factory(_C.ones)
-rand = _factory(_C.rand)
-randn = _factory(_C.randn)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):

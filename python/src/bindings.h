@@ -19,6 +19,7 @@ void bind_hooks(nb::module_& m);     // autograd hooks with Python callables
 void bind_io(nb::module_& m);        // safetensors, optimizer state dicts, clip_grad_norm_
 void bind_indexing(nb::module_& m);  // gather, scatter, cumsum, sort, topk, max/min (+ methods)
 void bind_runtime(nb::module_& m);   // device counts, synchronize, autocast state, TF32
+void bind_random(nb::module_& m);    // PyTorch's CPU random streams: Generator, rand, randperm ...
 
 // Runs fn; an rg::Error it throws becomes a Python RuntimeError with the same message. For
 // calls whose failures are about state, not arguments (backward, an optimizer's step).

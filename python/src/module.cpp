@@ -15,4 +15,5 @@ NB_MODULE(_C, m) {
   bind_io(m);
   bind_runtime(m);
   bind_indexing(m);
+  bind_random(m);
 }

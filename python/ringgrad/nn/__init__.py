@@ -1,5 +1,5 @@
 """ringgrad.nn: Module, Parameter and layers in Python over the C++ ops (torch.nn's names)."""
-from ringgrad.nn import functional
+from ringgrad.nn import functional, init
 from ringgrad.nn.module import Module, Parameter
 from ringgrad.nn.layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ModuleList, ReLU,
                                 Sequential)
@@ -16,4 +16,4 @@ __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout",
            "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "Flatten", "Unflatten",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Conv1d",
            "Conv2d", "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "GPT", "GPTConfig",
-           "functional", "parallel", "utils"]
+           "functional", "init", "parallel", "utils"]

@@ -183,6 +183,13 @@ def packed_qkv_attention(qkv, n_head, is_causal=True):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability p and scales the rest by 1/(1-p). On the CPU the mask
+    is torch's (bernoulli_(1-p) from the seeded generator, then divided by 1-p), so a seeded
+    program drops what torch drops; on other devices it comes from the engine's Philox stream,
+    as torch's CUDA dropout comes from its CUDA generator."""
     if not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    return _C.dropout(input, p, training)
+    if not training or p == 0 or p == 1 or input.device != "cpu":
+        return _C.dropout(input, p, training)
+    noise = _C.dropout_noise(_C.default_generator, list(input.shape), input.dtype, 1.0 - p)
+    return input * noise

@@ -3,25 +3,32 @@ import math
 
 from ringgrad import _C
 from ringgrad.nn import functional as F
+from ringgrad.nn import init
 from ringgrad.nn.module import Module, Parameter
 
 
-def _uniform(shape, bound, dtype):
-    """U(-bound, bound), as torch.nn.init.uniform_ (drawn from ringgrad's generator)."""
-    return _C.rand(list(shape), dtype) * (2 * bound) - bound
+def _drawn(shape, dtype, fill):
+    """A new tensor of shape filled in place by fill (an nn.init function): torch's draws."""
+    tensor = _C.zeros(list(shape), dtype)
+    fill(tensor)
+    return tensor
 
 
 class Linear(Module):
     """y = x @ weight.T + bias; weight [out, in] and bias [out] drawn from U(-k, k), k = 1/sqrt(in)
-    (torch.nn.Linear's default initialization)."""
+    (torch.nn.Linear's default initialization, with torch's numbers after manual_seed)."""
 
     def __init__(self, in_features, out_features, bias=True, dtype=_C.dtype.float32):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
+        # torch's reset_parameters: the weight by kaiming_uniform_(a=sqrt(5)), then the bias
+        # from U(-1/sqrt(in), 1/sqrt(in)), drawn in that order.
+        self.weight = Parameter(_drawn((out_features, in_features), dtype,
+                                       lambda w: init.kaiming_uniform_(w, a=math.sqrt(5))))
         bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
-        self.weight = Parameter(_uniform((out_features, in_features), bound, dtype))
-        self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
+        self.bias = Parameter(_drawn((out_features,), dtype,
+                                     lambda b: init.uniform_(b, -bound, bound))) if bias else None
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -94,7 +101,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.weight = Parameter(_C.randn([num_embeddings, embedding_dim], dtype))
+        self.weight = Parameter(_drawn((num_embeddings, embedding_dim), dtype, init.normal_))
 
     def forward(self, input):
         return F.embedding(input, self.weight)

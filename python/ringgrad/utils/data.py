@@ -4,20 +4,26 @@ prefetches, with torch.utils.data's names and semantics.
 DistributedSampler gives each rank every num_replicas-th index of one (seeded, per-epoch)
 permutation, padded by repeating its start so every rank gets as many (or, with drop_last,
 trimmed): the ranks' shards are disjoint and together cover the dataset, as DDP needs.
+Shuffled orders are PyTorch's for the same seed: DistributedSampler permutes with a Generator
+seeded seed + epoch, DataLoader(shuffle=True) with a RandomSampler (utils/sampler.py), and each
+pass over a DataLoader first draws an int64 seed from its generator, as torch's iterator does
+(so the default generator's later numbers stay torch's too).
 DataLoader collates items into tensors (NumPy stacking, then one tensor per field) and, with
 prefetch_factor > 0, prepares the next batches on a background thread while the caller trains
 (ringgrad's ops release the GIL only in backward and collectives, so the overlap is with
 those); an exception raised while loading reaches the caller at that batch.
 """
+import itertools
 import math
 import queue
-import random
 import threading
 
 import numpy as np
 
-from ringgrad import _C
+from ringgrad import _C, _random
 from ringgrad._creation import from_numpy
+from ringgrad.utils.sampler import (RandomSampler, Sampler, SequentialSampler,
+                                    SubsetRandomSampler)
 
 
 class Dataset:
@@ -43,6 +49,35 @@ class TensorDataset(Dataset):
         return len(self.tensors[0])
 
 
+class Subset(Dataset):
+    """dataset[indices[i]] as item i."""
+
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, indices
+
+    def __getitem__(self, index):
+        return self.dataset[self.indices[index]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+def random_split(dataset, lengths, generator=None):
+    """Subsets of the given lengths (or fractions) of one randperm, torch's split."""
+    n = len(dataset)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        counts = [math.floor(n * fraction) for fraction in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError("random_split: sum of input lengths does not equal the length of the "
+                         "input dataset")
+    indices = _random.randperm(n, generator=generator).numpy().tolist()
+    return [Subset(dataset, indices[end - length:end])
+            for end, length in zip(itertools.accumulate(lengths), lengths)]
+
+
 class DistributedSampler:
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
@@ -62,14 +97,16 @@ class DistributedSampler:
         self.epoch = epoch
 
     def __iter__(self):
-        indices = list(range(len(self.dataset)))
         if self.shuffle:
-            random.Random(self.seed + self.epoch).shuffle(indices)
+            generator = _random.Generator().manual_seed(self.seed + self.epoch)
+            indices = _random.randperm(len(self.dataset), generator=generator).numpy().tolist()
+        else:
+            indices = list(range(len(self.dataset)))
         if self.drop_last:
             indices = indices[:self.total_size]
         else:
-            while len(indices) < self.total_size:
-                indices += indices[:self.total_size - len(indices)]
+            padding = self.total_size - len(indices)
+            indices += (indices * math.ceil(padding / max(len(indices), 1)))[:padding]
         return iter(indices[self.rank:self.total_size:self.num_replicas])
 
     def __len__(self):
@@ -96,25 +133,19 @@ def default_collate(items):
 
 class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, drop_last=False,
-                 collate_fn=None, prefetch_factor=2, seed=0):
+                 collate_fn=None, prefetch_factor=2, generator=None):
         if sampler is not None and shuffle:
             raise ValueError("DataLoader: sampler and shuffle are exclusive")
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
-        self.sampler, self.shuffle, self.seed, self.epoch = sampler, shuffle, seed, 0
+        self.shuffle, self.generator = shuffle, generator
+        if sampler is None:
+            sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                       else SequentialSampler(dataset))
+        self.sampler = sampler
         self.collate_fn = collate_fn or default_collate
         self.prefetch_factor = prefetch_factor
 
-    def _indices(self):
-        if self.sampler is not None:
-            return list(self.sampler)
-        indices = list(range(len(self.dataset)))
-        if self.shuffle:
-            random.Random(self.seed + self.epoch).shuffle(indices)
-            self.epoch += 1
-        return indices
-
-    def _batches(self):
-        indices = self._indices()
+    def _batches(self, indices):
         for start in range(0, len(indices), self.batch_size):
             chunk = indices[start:start + self.batch_size]
             if len(chunk) < self.batch_size and self.drop_last:
@@ -122,13 +153,17 @@ class DataLoader:
             yield self.collate_fn([self.dataset[i] for i in chunk])
 
     def __len__(self):
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        n = len(self.sampler)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def __iter__(self):
+        # torch's iterator draws its workers' base seed first, then the sampler draws; both
+        # happen here, on the caller's thread, in that order.
+        self._base_seed = _random.int64_seed(self.generator)
+        batches = self._batches(list(self.sampler))
         if self.prefetch_factor <= 0:
-            return self._batches()
-        return _Prefetcher(self._batches(), self.prefetch_factor)
+            return batches
+        return _Prefetcher(batches, self.prefetch_factor)
 
 
 class _Prefetcher:
@@ -171,4 +206,6 @@ class _Prefetcher:
         self._stop.set()
 
 
-__all__ = ["Dataset", "TensorDataset", "DistributedSampler", "DataLoader", "default_collate"]
+__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DistributedSampler",
+           "DataLoader", "default_collate", "Sampler", "SequentialSampler", "RandomSampler",
+           "SubsetRandomSampler"]

@@ -17,6 +17,8 @@ void bind_optim(nb::module_& m);   // SGD and AdamW over the C++ optimizers
 void bind_dist(nb::module_& m);    // process groups, collectives, the DDP reducer
 void bind_hooks(nb::module_& m);   // autograd hooks with Python callables
 void bind_io(nb::module_& m);      // safetensors, optimizer state dicts, clip_grad_norm_
+// var, std, norm, tril, einsum, pad, conv2d, batch_norm, ...: after bind_tensor (adds methods)
+void bind_composite_ops(nb::module_& m);
 
 // Runs fn; an rg::Error it throws becomes a Python RuntimeError with the same message. For
 // calls whose failures are about state, not arguments (backward, an optimizer's step).

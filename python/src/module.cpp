@@ -13,4 +13,5 @@ NB_MODULE(_C, m) {
   bind_dist(m);
   bind_hooks(m);
   bind_io(m);
+  bind_composite_ops(m);
 }

@@ -88,7 +88,7 @@ Term sum_unused(Term term, const Labels& keep) {
 
 int64_t size_of(const Term& term, int64_t label) {
   auto it = std::find(term.labels.begin(), term.labels.end(), label);
-  return it == term.labels.end() ? 1 : term.t.size(it - term.labels.begin());
+  return it == term.labels.end() ? -1 : term.t.size(it - term.labels.begin());
 }
 
 // term's dims permuted to `order` (labels it has), each expanded to `sizes`, and merged
@@ -121,7 +121,10 @@ Term contract(Term a, Term b, const Labels& keep) {
     if (!contains(a.labels, l)) free_b.push_back(l);
   auto sizes = [&](const Labels& ls) {
     Shape s;
-    for (int64_t l : ls) s.push_back(std::max(size_of(a, l), size_of(b, l)));
+    for (int64_t l : ls) {  // -1: absent; a size of 1 broadcasts against the other
+      const int64_t in_a = size_of(a, l), in_b = size_of(b, l);
+      s.push_back(in_a == -1 || in_a == 1 ? (in_b == -1 ? in_a : in_b) : in_a);
+    }
     return s;
   };
   Shape sb = sizes(batch), sfa = sizes(free_a), sk = sizes(contracted), sfb = sizes(free_b);

@@ -3,7 +3,8 @@
 //
 //   var(x, dims, c)  = sum((x - mean)^2) / max(0, N - c), N = the reduced element count,
 //                      c = 1 PyTorch's unbiased estimate, c = 0 the population variance;
-//   std_dev          = sqrt(var) (PyTorch's std; `std` would read as the namespace);
+//   std_dev          = sqrt(var) (PyTorch's std; `std` would read as the namespace), with
+//                      gradient 0 where var == 0 (a constant slice), as PyTorch's;
 //   norm(x, p, dims) = (sum |x|^p)^(1/p), p = inf: max |x|, -inf: min |x|, 0: count of x != 0.
 // The 2-norm (and every p-norm with p > 1) of an all-zero slice has gradient 0, as in
 // PyTorch: the root is taken of where(s == 0, 1, s) and the result masked back to 0, so the
@@ -60,7 +61,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
 
 Tensor std_dev(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
   check_floating(x, "std");
-  return sqrt(var(x, dims, correction, keepdim));
+  return safe_root(var(x, dims, correction, keepdim), 2);
 }
 
 std::pair<Tensor, Tensor> var_mean(const Tensor& x, const std::vector<int64_t>& dims,

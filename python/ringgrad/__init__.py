@@ -8,6 +8,8 @@ from ringgrad._C import Tensor, dtype, manual_seed, is_grad_enabled, set_grad_en
 from ringgrad._C import set_num_threads, get_num_threads
 from ringgrad._C import (matmul, exp, log, sqrt, tanh, sigmoid, relu, abs, neg, square,
                          softmax, log_softmax, where, clamp, maximum, minimum)
+from ringgrad._C import (var, std, var_mean, std_mean, norm, tril, triu, outer,  # composites
+                         repeat_interleave, einsum)
 from ringgrad._creation import tensor, from_numpy, zeros, ones, full, rand, randn, arange, no_grad
 from ringgrad._dlpack import from_dlpack
 from ringgrad import _indexing  # noqa: F401 (Tensor.__getitem__, __setitem__)
@@ -33,3 +35,5 @@ from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
+__all__ += ["var", "std", "var_mean", "std_mean", "norm", "tril", "triu", "outer", "repeat_interleave",
+            "einsum"]

@@ -128,20 +128,24 @@ void bind_masks_and_repeats(nb::module_& m) {
   def_method("triu", triu_fn, nb::arg("diagonal") = 0);
   def_method("repeat_interleave", interleave, nb::arg("repeats"), nb::arg("dim") = nb::none());
   def_method("outer", outer_fn, nb::arg("vec2"));
-  def_method("repeat",
-             [](const Tensor& x, nb::args sizes) { return repeat(x, shape_from_args(sizes)); });
+  def_method(
+      "repeat", [](const Tensor& x, nb::args sizes) { return repeat(x, shape_from_args(sizes)); },
+      nb::arg("sizes"));
 }
 
 void bind_einsum_and_pad(nb::module_& m) {
   // einsum(eq, a, b) or einsum(eq, [a, b]), as torch.einsum accepts both.
-  m.def("einsum", [](const std::string& equation, nb::args args) {
-    std::vector<Tensor> operands;
-    if (args.size() == 1 && !nb::isinstance<Tensor>(args[0]))
-      operands = nb::cast<std::vector<Tensor>>(args[0]);
-    else
-      for (nb::handle a : args) operands.push_back(nb::cast<Tensor>(a));
-    return einsum(equation, operands);
-  });
+  m.def(
+      "einsum",
+      [](const std::string& equation, nb::args args) {
+        std::vector<Tensor> operands;
+        if (args.size() == 1 && !nb::isinstance<Tensor>(args[0]))
+          operands = nb::cast<std::vector<Tensor>>(args[0]);
+        else
+          for (nb::handle a : args) operands.push_back(nb::cast<Tensor>(a));
+        return einsum(equation, operands);
+      },
+      nb::arg("equation"), nb::arg("operands"));
   m.def(
       "pad",
       [](const Tensor& x, const std::vector<int64_t>& amounts, const std::string& mode,

@@ -111,7 +111,8 @@ TEST_CASE("norm for p = 2, 1, inf, -inf, 0 and 3 equals the loop") {
   check_close(norm(x), {p_norm(2)(values(x))}, {});
 }
 
-TEST_CASE("the gradient of the 2-norm and 3-norm of a zero vector is 0, as in PyTorch") {
+TEST_CASE(
+    "the gradients of the norm of a zero vector and the std of a constant are 0, as PyTorch's") {
   for (double p : {2.0, 3.0}) {
     Tensor z = zeros({4}, kFloat64).requires_grad_();
     norm(z, p).backward();
@@ -120,6 +121,9 @@ TEST_CASE("the gradient of the 2-norm and 3-norm of a zero vector is 0, as in Py
     sum(norm(x, p, {1})).backward();  // row 0 [3, 0]: |x|^(p-1) sign / norm^(p-1)
     check_close(x.grad(), {1, 0, 0, 1}, {2, 2});
   }
+  Tensor constant = full({3}, 2.0, kFloat64).requires_grad_();
+  std_dev(constant).backward();  // std of a constant: 0, and its gradient 0 (not nan)
+  check_close(constant.grad(), {0, 0, 0}, {3});
 }
 
 TEST_CASE("tril and triu keep the band of the last two dims, for every diagonal") {

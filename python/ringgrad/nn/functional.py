@@ -151,6 +151,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Training: batch statistics (biased variance), running stats updated in place with the
     unbiased variance; evaluation: the running statistics."""
-    return _C.batch_norm(input, running_mean, running_var, weight, bias, training,
-                         0.1 if momentum is None else momentum, eps)
+    if momentum is None:
+        raise ValueError("batch_norm: momentum=None (a cumulative average) is not supported")
+    return _C.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 # ---- end of composite ops ----

@@ -31,9 +31,10 @@ Tensor.register_post_accumulate_grad_hook.__doc__ = "hook(param) runs once param
 dtype.__repr__ = dtype.__str__ = lambda self: "ringgrad." + self.name  # as torch.float32 prints
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
+from ringgrad import linalg  # noqa: E402
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
 __all__ += ["var", "std", "var_mean", "std_mean", "norm", "tril", "triu", "outer", "repeat_interleave",
-            "einsum"]
+            "einsum", "linalg"]

@@ -309,3 +309,18 @@ def test_bad_arguments_raise_an_error_naming_the_op(call, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[").replace("]", r"\]")):
         call()
+
+
+def test_linalg_vector_norm_and_frobenius_norm_equal_numpy():
+    x = np.random.default_rng(7).standard_normal((3, 4))
+    for ord in (2, 1, math.inf, -math.inf, 3.5):
+        np.testing.assert_allclose(rg.linalg.vector_norm(R(x), ord, dim=1).numpy(),
+                                   np.linalg.norm(x, ord, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(rg.linalg.vector_norm(R(x)).numpy(), np.linalg.norm(x.ravel()),
+                               rtol=1e-12)
+    np.testing.assert_allclose(rg.linalg.norm(R(x), "fro").numpy(), np.linalg.norm(x, "fro"),
+                               rtol=1e-12)
+    np.testing.assert_allclose(rg.linalg.norm(R(x), dim=0, keepdim=True).numpy(),
+                               np.linalg.norm(x, axis=0, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match="linalg.norm: the matrix norm ord=2 is not supported"):
+        rg.linalg.norm(R(x), 2)

@@ -324,3 +324,29 @@ def test_linalg_vector_norm_and_frobenius_norm_equal_numpy():
                                np.linalg.norm(x, axis=0, keepdims=True), rtol=1e-12)
     with pytest.raises(ValueError, match="linalg.norm: the matrix norm ord=2 is not supported"):
         rg.linalg.norm(R(x), 2)
+
+
+def test_conv_modules_hold_torch_shaped_parameters_and_call_the_functional_ops():
+    from ringgrad.nn.conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
+    rg.manual_seed(0)
+    conv = Conv2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dtype=rg.float64)
+    assert tuple(conv.weight.shape) == (6, 2, 3, 2) and tuple(conv.bias.shape) == (6,)
+    bound = 1 / math.sqrt(2 * 3 * 2)  # kaiming_uniform_(a=sqrt(5)): 1 / sqrt(fan_in)
+    w = conv.weight.detach().numpy()
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.5 * bound
+    assert [n for n, _ in conv.named_parameters()] == ["weight", "bias"]
+    x = np.random.default_rng(8).standard_normal((2, 4, 5, 6))
+    want = np_conv2d(x, w, conv.bias.detach().numpy(), (2, 2), (1, 1), (1, 1), 2)
+    np.testing.assert_allclose(conv(R(x)).detach().numpy(), want, rtol=1e-10)
+    reflect = Conv2d(4, 3, 3, padding=1, padding_mode="reflect", bias=False, dtype=rg.float64)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect")
+    np.testing.assert_allclose(reflect(R(x)).detach().numpy(),
+                               np_conv2d(padded, reflect.weight.detach().numpy(), None, (1, 1), (0, 0),
+                                         (1, 1), 1), rtol=1e-10)
+    conv1 = Conv1d(4, 2, 3, padding="same", dtype=rg.float64)
+    assert tuple(conv1(R(x[:, :, 0])).shape) == (2, 2, 6)
+    np.testing.assert_allclose(MaxPool2d(2)(R(x)).numpy(), np_pool(x, 2, 2, 0, np.max, 0.0))
+    np.testing.assert_allclose(AvgPool2d(3, 1, 1)(R(x)).numpy(),
+                               np_pool(x, 3, 1, 1, np.mean, 0.0), rtol=1e-12)
+    with pytest.raises(ValueError, match="Conv2d: groups 3 must divide in_channels 4"):
+        Conv2d(4, 6, 3, groups=3)

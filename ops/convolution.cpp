@@ -109,6 +109,9 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, Pair
   check_same_device("conv2d", x, weight);
   RG_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, KH, KW], got shape ",
            shape_str(weight.shape()));
+  RG_CHECK(x.dtype() == weight.dtype() && is_floating(x.dtype()),
+           "conv2d: expected floating-point input and weight of one dtype, got ", x.dtype(),
+           " and ", weight.dtype());
   RG_CHECK(groups >= 1, "conv2d: groups must be >= 1, got ", groups);
   const int64_t n = x.size(0), c = x.size(1), o = weight.size(0);
   RG_CHECK(c % groups == 0 && o % groups == 0, "conv2d: groups ", groups,

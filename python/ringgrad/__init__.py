@@ -36,5 +36,5 @@ from ringgrad import linalg  # noqa: E402
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros", "ones", "full", "rand", "randn",
            "arange", "no_grad", "manual_seed", "set_num_threads", "get_num_threads", "is_grad_enabled", "set_grad_enabled", "matmul",
            "float32", "float64", "bfloat16", "int32", "int64", "bool", "autograd", "nn", "optim", "distributed", "utils"]
-__all__ += ["var", "std", "var_mean", "std_mean", "norm", "tril", "triu", "outer", "repeat_interleave",
-            "einsum", "linalg"]
+__all__ += ["var", "std", "var_mean", "std_mean", "norm", "tril", "triu", "outer",
+            "repeat_interleave", "einsum", "linalg"]

@@ -289,6 +289,10 @@ TEST_CASE("conv2d equals the direct loop for strides, paddings, dilations and gr
                        doctest::Contains("conv2d: input of shape [1,2,2,2] is too small"), Error);
   CHECK_THROWS_WITH_AS(conv2d(rnd({1, 2, 5, 5}, 1), rnd({2, 2, 3, 3}, 2), Tensor(), {0, 1}),
                        "conv2d: stride must be >= 1, got (0, 1)", Error);
+  CHECK_THROWS_WITH_AS(conv2d(rnd({1, 2, 5, 5}, 1), zeros({2, 2, 3, 3})),
+                       "conv2d: expected floating-point input and weight of one dtype, got float64 "
+                       "and float32",
+                       Error);
 }
 
 TEST_CASE("max_pool2d and avg_pool2d equal the window loops, with padding and ceil mode") {

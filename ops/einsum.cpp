@@ -157,6 +157,10 @@ std::vector<Term> parse_operands(const std::vector<std::string>& subscripts,
   max_ellipsis = 0;
   for (size_t i = 0; i < operands.size(); ++i) {
     check_defined("einsum", operands[i], "operand");
+    check_same_device("einsum", operands[0], operands[i]);
+    RG_CHECK(operands[i].dtype() == operands[0].dtype() && is_floating(operands[i].dtype()),
+             "einsum: expected floating-point operands of one dtype, got ", operands[0].dtype(),
+             " and ", operands[i].dtype());
     const std::string& s = subscripts[i];
     const bool has_dots = s.find("...") != std::string::npos;
     RG_CHECK(!has_dots || s.find("...", s.find("...") + 3) == std::string::npos,

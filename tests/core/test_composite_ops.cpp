@@ -224,6 +224,10 @@ TEST_CASE("einsum equals matmul, outer, sums and loops for the common equations"
                        doctest::Contains("einsum: subscript 'ijk' of operand 0"), Error);
   CHECK_THROWS_WITH_AS(einsum("ij,jk->ik", {a}), "einsum: 'ij,jk->ik' names 2 operands, got 1",
                        Error);
+  CHECK_THROWS_WITH_AS(einsum("ij,jk->ik", {a, b.to(kFloat32)}),
+                       "einsum: expected floating-point operands of one dtype, got float64 and "
+                       "float32",
+                       Error);
 }
 
 namespace {

@@ -8,8 +8,9 @@
 // column k is the input under kernel tap k when the window sits at (ho, wo). Convolution is
 // then one GEMM per group: weight [G, O/G, C/G*KH*KW] @ columns [N, G, C/G*KH*KW, Ho*Wo]
 // -> [N, G, O/G, Ho*Wo] = the output [N, O, Ho, Wo]. Pooling reduces the columns over the
-// kernel taps instead (amax, or mean). The backward of the views scatters the columns'
-// gradient back onto the input (col2im), which autograd does through slice and cat.
+// kernel taps instead (the max, its gradient to the first largest tap as PyTorch's; or the mean).
+// The backward of the views scatters the columns' gradient back onto the input (col2im), which
+// autograd does through slice and cat.
 //
 // Shapes: x [N, C, H, W] (or [C, H, W], unbatched), Ho = (H + 2*ph - dh*(KH-1) - 1) / sh + 1.
 #include <limits>
@@ -56,6 +57,7 @@ Tensor im2col(const Tensor& xp, const Window& w, int64_t ho, int64_t wo) {
 // x as 4-D (an unbatched [C, H, W] gets N = 1), checked for `op`.
 Tensor as_batched(const Tensor& x, const char* op) {
   check_defined(op, x, "input");
+  RG_CHECK(is_floating(x.dtype()), op, ": expected a floating-point input, got ", x.dtype());
   RG_CHECK(x.dim() == 3 || x.dim() == 4, op,
            ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.shape()));
@@ -161,7 +163,12 @@ Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding, Pa
   const Window w{kernel[0], kernel[1], stride, padding, dilation};
   Tensor cols =
       windows_of(x, w, -std::numeric_limits<double>::infinity(), "max_pool2d", ho, wo, ceil_mode);
-  Tensor out = amax(cols, {2});
+  // The first largest tap of each window (PyTorch's choice among ties) gets the gradient:
+  // where() passes it to that tap only, and the sum of one chosen value and zeros is exact.
+  Tensor winner = argmax(cols, 2, true);  // [N, C, 1, Ho, Wo]
+  Tensor taps = reshape(arange(w.kh * w.kw, DType::i64, x.device()), {1, 1, w.kh * w.kw, 1, 1});
+  Tensor chosen = where(eq(taps, winner), cols, scalar_tensor(0, x.dtype(), x.device()));
+  Tensor out = sum(chosen, {2});
   return x_in.dim() == 3 ? out.squeeze(0) : out;
 }
 

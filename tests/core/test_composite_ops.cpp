@@ -335,6 +335,11 @@ TEST_CASE("max_pool2d and avg_pool2d equal the window loops, with padding and ce
     check_close(mx, want_max, {1, 2, ho, wo});
     check_close(av, want_avg, {1, 2, ho, wo});
   }
+  // ties (a ReLU's zeros): the first largest element of each window gets the whole gradient
+  Tensor tied = zeros({1, 1, 2, 4}, kFloat64).requires_grad_();
+  sum(max_pool2d(tied, {2, 2})).backward();
+  check_close(tied.grad(), {1, 0, 1, 0, 0, 0, 0, 0}, {1, 1, 2, 4});
+  CHECK(std::isnan(max_pool2d(full({1, 1, 2, 2}, NAN, kFloat64), {2, 2}).item()));
   CHECK_THROWS_WITH_AS(max_pool2d(x, {2, 2}, {2, 2}, {2, 0}),
                        "max_pool2d: padding (2, 0) must be at most half the kernel size (2, 2)",
                        Error);

@@ -153,6 +153,9 @@ void bind_einsum_and_pad(nb::module_& m) {
       nb::arg("input"), nb::arg("pad"), nb::arg("mode") = "constant", nb::arg("value") = 0.0);
 }
 
+// Convolution and pooling take long enough to run without the GIL (as matmul does).
+constexpr auto kReleaseGil = nb::call_guard<nb::gil_scoped_release>();
+
 void bind_convolution(nb::module_& m) {
   m.def(
       "conv2d",
@@ -161,7 +164,7 @@ void bind_convolution(nb::module_& m) {
         return conv2d(x, w, b.value_or(Tensor()), stride, padding, dilation, groups);
       },
       nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
-      nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
+      nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"), kReleaseGil);
   m.def(
       "conv1d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, int64_t stride, int64_t padding,
@@ -169,11 +172,11 @@ void bind_convolution(nb::module_& m) {
         return conv1d(x, w, b.value_or(Tensor()), stride, padding, dilation, groups);
       },
       nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
-      nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
+      nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"), kReleaseGil);
   m.def("max_pool2d", &max_pool2d, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("ceil_mode"));
+        nb::arg("padding"), nb::arg("dilation"), nb::arg("ceil_mode"), kReleaseGil);
   m.def("avg_pool2d", &avg_pool2d, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("ceil_mode"), nb::arg("count_include_pad"));
+        nb::arg("padding"), nb::arg("ceil_mode"), nb::arg("count_include_pad"), kReleaseGil);
   m.def(
       "batch_norm",
       [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,

@@ -48,20 +48,25 @@ Tensor safe_root(const Tensor& s, double p) {
   return where(is_zero, zero, root);
 }
 
+// var's formula; errors name `op`.
+Tensor variance(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim,
+                const char* op) {
+  check_floating(x, op);
+  const int64_t n = reduced_count(x, dims, op);
+  Tensor centered = sub(x, mean(x, dims, true));
+  Tensor squares = sum(square(centered), dims, keepdim);
+  const double divisor = std::max(0.0, static_cast<double>(n) - correction);
+  return div(squares, scalar_tensor(divisor, x.dtype(), x.device()));
+}
+
 }  // namespace
 
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  check_floating(x, "var");
-  const int64_t n = reduced_count(x, dims, "var");
-  Tensor centered = sub(x, mean(x, dims, true));
-  Tensor squares = sum(square(centered), dims, keepdim);
-  return div(squares, scalar_tensor(std::max(0.0, static_cast<double>(n) - correction), x.dtype(),
-                                    x.device()));
+  return variance(x, dims, correction, keepdim, "var");
 }
 
 Tensor std_dev(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  check_floating(x, "std");
-  return safe_root(var(x, dims, correction, keepdim), 2);
+  return safe_root(variance(x, dims, correction, keepdim, "std"), 2);
 }
 
 std::pair<Tensor, Tensor> var_mean(const Tensor& x, const std::vector<int64_t>& dims,

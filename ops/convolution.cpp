@@ -188,4 +188,25 @@ Tensor avg_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding, bo
   return x_in.dim() == 3 ? out.squeeze(0) : out;
 }
 
+// Output cell i of a dim of `in` elements averages [floor(i * in / out), ceil((i + 1) * in / out)),
+// PyTorch's windows. A rectangle's mean is the mean over its columns of the means over its rows
+// (every row of a window has as many elements), so each dim is pooled in turn.
+Tensor adaptive_avg_pool2d(const Tensor& x_in, Pair output_size) {
+  const Tensor x = as_batched(x_in, "adaptive_avg_pool2d");
+  check_pair(output_size, 1, "adaptive_avg_pool2d", "output_size");
+  Tensor out = x;
+  for (int64_t dim : {2, 3}) {
+    const int64_t in = x.size(dim), cells = output_size[dim - 2];
+    RG_CHECK(in > 0, "adaptive_avg_pool2d: input of shape ", shape_str(x_in.shape()),
+             " has an empty spatial dim");
+    std::vector<Tensor> means;
+    for (int64_t i = 0; i < cells; ++i) {
+      const int64_t start = i * in / cells, end = ((i + 1) * in + cells - 1) / cells;
+      means.push_back(mean(out.narrow(dim, start, end - start), {dim}, true));
+    }
+    out = cat(means, dim);
+  }
+  return x_in.dim() == 3 ? out.squeeze(0) : out;
+}
+
 }  // namespace rg

@@ -180,6 +180,7 @@ Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride = {0, 0}, Pair paddi
                   Pair dilation = {1, 1}, bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0},
                   bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size);  // PyTorch's windows
 // F.batch_norm (ops/batch_norm.cpp): x [N, C, *]; training normalizes by the batch's biased
 // variance and updates running_mean/running_var (unbiased) in place without autograd;
 // evaluation uses the running statistics. Undefined tensors are absent.

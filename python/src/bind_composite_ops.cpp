@@ -177,6 +177,8 @@ void bind_convolution(nb::module_& m) {
         nb::arg("padding"), nb::arg("dilation"), nb::arg("ceil_mode"), kReleaseGil);
   m.def("avg_pool2d", &avg_pool2d, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride"),
         nb::arg("padding"), nb::arg("ceil_mode"), nb::arg("count_include_pad"), kReleaseGil);
+  m.def("adaptive_avg_pool2d", &adaptive_avg_pool2d, nb::arg("input"), nb::arg("output_size"),
+        kReleaseGil);
   m.def(
       "batch_norm",
       [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,

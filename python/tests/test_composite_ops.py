@@ -161,6 +161,13 @@ RECORDS = [
      lambda x: np_pool(x, 3, 2, 1, np.max, -np.inf), [(2, 2, 7, 6)]),
     ("avg_pool2d", lambda x: F.avg_pool2d(x, 2, 1, 1),
      lambda x: np_pool(x, 2, 1, 1, np.mean, 0.0), [(1, 3, 5, 5)]),
+    ("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, None)),
+     lambda x: np.stack([x[:, :, 0:3].mean(2), x[:, :, 2:5].mean(2), x[:, :, 4:7].mean(2)], 2),
+     [(1, 2, 7, 4)]),
+    ("max_pool1d", lambda x: F.max_pool1d(x, 3, 2, 1),
+     lambda x: np_pool(x[:, :, None], 3, 2, 1, np.max, -np.inf)[:, :, 0], [(2, 3, 9)]),
+    ("avg_pool1d", lambda x: F.avg_pool1d(x, 2), lambda x: x.reshape(2, 3, 4, 2).mean(-1),
+     [(2, 3, 8)]),
     ("batch_norm training", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
      np_batch_norm, [(4, 3, 2, 3), (3,), (3,)]),
 ]
@@ -330,7 +337,7 @@ def test_linalg_vector_norm_and_frobenius_norm_equal_numpy():
 
 
 def test_conv_modules_hold_torch_shaped_parameters_and_call_the_functional_ops():
-    from ringgrad.nn.conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
+    from ringgrad.nn.conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d
     rg.manual_seed(0)
     conv = Conv2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dtype=rg.float64)
     assert tuple(conv.weight.shape) == (6, 2, 3, 2) and tuple(conv.bias.shape) == (6,)
@@ -350,5 +357,7 @@ def test_conv_modules_hold_torch_shaped_parameters_and_call_the_functional_ops()
     np.testing.assert_allclose(MaxPool2d(2)(R(x)).numpy(), np_pool(x, 2, 2, 0, np.max, 0.0))
     np.testing.assert_allclose(AvgPool2d(3, 1, 1)(R(x)).numpy(),
                                np_pool(x, 3, 1, 1, np.mean, 0.0), rtol=1e-12)
+    np.testing.assert_allclose(AdaptiveAvgPool2d(1)(R(x)).numpy(),
+                               x.mean(axis=(2, 3), keepdims=True), rtol=1e-12)
     with pytest.raises(ValueError, match="Conv2d: groups 3 must divide in_channels 4"):
         Conv2d(4, 6, 3, groups=3)

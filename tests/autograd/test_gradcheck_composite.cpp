@@ -96,6 +96,14 @@ TEST_CASE("gradcheck: conv2d, conv1d, pooling") {
         {r({1, 2, 6, 5}, 32)});
 }
 
+TEST_CASE("gradcheck: adaptive_avg_pool2d with overlapping windows") {
+  check("adaptive_avg_pool2d",
+        [](const Inputs& x) {
+          return adaptive_avg_pool2d(x[0], {3, 2});
+        },
+        {r({2, 2, 5, 5}, 35)});
+}
+
 TEST_CASE("gradcheck: batch_norm, training and evaluation") {
   check("batch_norm training",
         [](const Inputs& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); },

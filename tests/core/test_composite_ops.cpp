@@ -345,6 +345,27 @@ TEST_CASE("max_pool2d and avg_pool2d equal the window loops, with padding and ce
                        Error);
 }
 
+TEST_CASE("adaptive_avg_pool2d averages PyTorch's windows, also when they overlap") {
+  Tensor x = rnd({1, 2, 7, 5}, 55).transpose(2, 3).contiguous().transpose(2, 3);  // a view
+  std::vector<double> v = values(x), want;
+  const int64_t oh = 3, ow = 2;  // windows of H = 7: [0, 3), [2, 5), [4, 7); W = 5: [0, 3), [2, 5)
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t h0 = i * 7 / oh, h1 = ((i + 1) * 7 + oh - 1) / oh;
+        const int64_t w0 = j * 5 / ow, w1 = ((j + 1) * 5 + ow - 1) / ow;
+        double s = 0;
+        for (int64_t y = h0; y < h1; ++y)
+          for (int64_t z = w0; z < w1; ++z) s += v[(c * 7 + y) * 5 + z];
+        want.push_back(s / static_cast<double>((h1 - h0) * (w1 - w0)));
+      }
+  check_close(adaptive_avg_pool2d(x, {oh, ow}), want, {1, 2, oh, ow});
+  check_close(adaptive_avg_pool2d(x.select(0, 0), {1, 1}),
+              {mean(x.select(1, 0)).item(), mean(x.select(1, 1)).item()}, {2, 1, 1});
+  CHECK_THROWS_WITH_AS(adaptive_avg_pool2d(x, {0, 2}),
+                       "adaptive_avg_pool2d: output_size must be >= 1, got (0, 2)", Error);
+}
+
 TEST_CASE("batch_norm normalizes per channel and updates the running stats as PyTorch") {
   Tensor x = rnd({4, 3, 5}, 60).transpose(0, 2).transpose(0, 2);  // a view, contiguous layout
   Tensor weight = rnd({3}, 61), bias = rnd({3}, 62);

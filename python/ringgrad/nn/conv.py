@@ -1,5 +1,5 @@
 """Convolution and pooling layers with torch.nn's names, arguments and initialization:
-Conv1d, Conv2d, MaxPool2d, AvgPool2d, over F.conv1d/conv2d (im2col + matmul,
+Conv1d, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, over F.conv1d/conv2d (im2col + matmul,
 ops/convolution.cpp) and F.max_pool2d/avg_pool2d. (BatchNorm needs module buffers; not here.)"""
 import math
 
@@ -129,3 +129,17 @@ class AvgPool2d(Module):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """The mean over PyTorch's adaptive windows to an output of output_size (None: keep)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"

@@ -147,6 +147,36 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                          ceil_mode, count_include_pad)
 
 
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over windows [floor(i*H/oh), ceil((i+1)*H/oh)) x (the same in W); a None in
+    output_size keeps that size."""
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    sizes = tuple(input.shape[i - 2] if s is None else s for i, s in enumerate(output_size))
+    sizes = _pair(sizes, "output_size", "adaptive_avg_pool2d")
+    return _C.adaptive_avg_pool2d(input, sizes)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """max_pool2d over a height of 1: input [N, C, L] (or [C, L])."""
+    one = lambda v, name: _single(v, name, "max_pool1d")  # noqa: E731
+    stride = kernel_size if stride is None or stride == [] else stride
+    return max_pool2d(input.unsqueeze(-2), (1, one(kernel_size, "kernel_size")),
+                      (1, one(stride, "stride")), (0, one(padding, "padding")),
+                      (1, one(dilation, "dilation")), ceil_mode, return_indices).squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """avg_pool2d over a height of 1: input [N, C, L] (or [C, L])."""
+    one = lambda v, name: _single(v, name, "avg_pool1d")  # noqa: E731
+    stride = kernel_size if stride is None or stride == [] else stride
+    return avg_pool2d(input.unsqueeze(-2), (1, one(kernel_size, "kernel_size")),
+                      (1, one(stride, "stride")), (0, one(padding, "padding")), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Training: batch statistics (biased variance), running stats updated in place with the

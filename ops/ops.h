@@ -4,9 +4,12 @@
 // grad mode is on and an input requires grad — records a node whose closure is the
 // backward. Every op accepts non-contiguous inputs.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/op_table.h"
@@ -135,6 +138,55 @@ enum class Reduction { none, mean, sum };
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
                      Reduction reduction = Reduction::mean, int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
+
+// ---- composite ops: built from the ops of this header, so they run on every device and
+// autograd differentiates them (no kernel, no derivative of their own). dims empty = all.
+// Statistics (ops/statistics.cpp). correction: 1 = PyTorch's unbiased=True, 0 = population.
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
+           bool keepdim = false);
+Tensor std_dev(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
+               bool keepdim = false);  // torch.std
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const std::vector<int64_t>& dims = {},
+                                   double correction = 1, bool keepdim = false);
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const std::vector<int64_t>& dims = {},
+                                   double correction = 1, bool keepdim = false);
+// The vector p-norm over dims: p = 2 (PyTorch's 'fro'), 1, +-inf (max/min |x|), 0 (count of
+// nonzeros), any other p; the gradient of a zero slice's norm is 0 (p > 1), as in PyTorch.
+Tensor norm(const Tensor& x, double p = 2, const std::vector<int64_t>& dims = {},
+            bool keepdim = false);
+// Masks, repeats, encodings (ops/masks.cpp).
+Tensor tril(const Tensor& x, int64_t diagonal = 0);  // of the last two dims
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor outer(const Tensor& a, const Tensor& b);        // a [n], b [m] -> [n, m]
+Tensor repeat(const Tensor& x, const Shape& repeats);  // torch.Tensor.repeat
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = {});
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);  // int64 indices -> int64
+// F.pad (ops/padding.cpp): (before, after) pairs from the last dim; negative amounts crop;
+// mode constant, reflect, replicate or circular.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& amounts,
+           const std::string& mode = "constant", double value = 0);
+// torch.einsum (ops/einsum.cpp) by matmul: letters, "...", implicit output; no diagonals.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// Convolution and pooling by im2col + matmul (ops/convolution.cpp); PyTorch's shapes:
+// x [N, C, H, W] (or unbatched [C, H, W]), weight [O, C / groups, KH, KW], bias [O] or undefined.
+using Pair = std::array<int64_t, 2>;  // (height, width)
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1},
+              int64_t groups = 1);
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+// stride {0, 0}: the kernel size (PyTorch's default).
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0},
+                  Pair dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size);  // PyTorch's windows
+// F.batch_norm (ops/batch_norm.cpp): x [N, C, *]; training normalizes by the batch's biased
+// variance and updates running_mean/running_var (unbiased) in place without autograd;
+// evaluation uses the running statistics. Undefined tensors are absent.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
 
 // ---- shape ops (ops/views.cpp, ops/cat.cpp); views share storage
 Tensor view(const Tensor& x, const Shape& shape);

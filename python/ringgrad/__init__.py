@@ -36,6 +36,9 @@ globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
 # with the gradient to the index taken, as PyTorch's.
 from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_select,  # noqa: E402
                          index_add, cumsum, sort, argsort, topk, max, min)  # noqa: A004
+# The composite ops (python/src/bind_composite_ops.cpp).
+from ringgrad._C import (var, std, var_mean, std_mean, norm, tril, triu, outer,  # noqa: E402
+                         repeat_interleave, einsum)
 Tensor.all, Tensor.any = _functions._all, _functions._any
 all, any = _functions._all, _functions._any  # noqa: A001 (torch.all, torch.any)
 for _name in ("max", "min"):  # unless the C++ binds its own (values, indices) form
@@ -64,6 +67,7 @@ dtype.itemsize = property(lambda self: {"float32": 4, "float64": 8, "bfloat16": 
 
 
 from ringgrad import autograd, nn, optim, distributed, utils  # noqa: E402 (they import the names above)
+from ringgrad import linalg  # noqa: E402
 
 __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "load", "zeros",
            "ones", "full", "rand", "randn", "arange", "no_grad", "manual_seed", "set_num_threads",
@@ -75,3 +79,5 @@ __all__ = ["Tensor", "dtype", "tensor", "from_numpy", "from_dlpack", "save", "lo
            "cumsum", "sort", "argsort", "topk", "max", "min", "Generator", "default_generator", "seed",
            "initial_seed", "get_rng_state", "set_rng_state", "rand_like", "randn_like", "randint",
            "randint_like", "randperm", "normal", "bernoulli", "multinomial"] + _TABLE_OPS + _FUNCTIONS
+__all__ += ["var", "std", "var_mean", "std_mean", "norm", "tril", "triu", "outer",
+            "repeat_interleave", "einsum", "linalg"]

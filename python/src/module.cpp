@@ -16,4 +16,5 @@ NB_MODULE(_C, m) {
   bind_runtime(m);
   bind_indexing(m);
   bind_random(m);
+  bind_composite_ops(m);
 }

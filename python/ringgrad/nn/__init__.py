@@ -7,7 +7,8 @@ from ringgrad.nn.activation import (Identity, Tanh, Sigmoid, SiLU, Softmax, LogS
                                     Unflatten)
 from ringgrad.nn.loss import CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss
 from ringgrad.nn.containers import ModuleDict, ParameterList
-from ringgrad.nn.conv import (Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, MaxPool2d, AvgPool2d)
+from ringgrad.nn.conv import (Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, MaxPool2d, AvgPool2d,
+                              AdaptiveAvgPool2d)
 from ringgrad.nn import parallel, utils
 from ringgrad.nn.gpt import GPT, GPTConfig
 
@@ -15,5 +16,6 @@ __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout",
            "Sequential", "ModuleList", "ModuleDict", "ParameterList", "Identity", "Tanh",
            "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "Flatten", "Unflatten",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Conv1d",
-           "Conv2d", "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "GPT", "GPTConfig",
+           "Conv2d", "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+           "GPT", "GPTConfig",
            "functional", "init", "parallel", "utils"]

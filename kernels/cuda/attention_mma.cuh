@@ -80,24 +80,24 @@ struct SharedTiles {
   using In = typename M::In;
   In* raw;
   int tiles;
-  __device__ Tile<In, kD> tile(int i) const { return {raw + i * kTile * kD}; }
+  __device__ Tile<In, kD> tile(int i) const { return {raw + i * Tile<In, kD>::kValues}; }
   __device__ Tile<float, kTile> scratch(int warp) const {
-    return {reinterpret_cast<float*>(raw + tiles * kTile * kD) + warp * kRows * kTile};
+    return {reinterpret_cast<float*>(raw + tiles * Tile<In, kD>::kValues) + warp * kRows * kTile};
   }
   __device__ float* floats() const {
-    return reinterpret_cast<float*>(raw + tiles * kTile * kD) + scratch_values<M>();
+    return reinterpret_cast<float*>(raw + tiles * Tile<In, kD>::kValues) + scratch_values<M>();
   }
 };
 
-// Step n of a walk over tiles streamed two at a time into buffers at tiles `first` (even
-// steps) and first + 2 (odd): between two barriers, stage(other buffer) starts the next
-// step's copies (where there is a next step), and the wait makes this step's complete.
-// Returns the buffer of this step.
+// A step of a walk over tiles streamed two at a time into buffers at tiles `first` (even
+// steps: `odd` 0) and first + 2 (odd steps): between two barriers, stage(other buffer)
+// starts the next step's copies (where there is a next step), and the wait makes this
+// step's complete. Returns the buffer of this step.
 template <typename Stage>
-__device__ inline int next_pair(int first, int64_t n, Stage stage) {
-  const int now = first + 2 * int(n % 2);
-  __syncthreads();  // step n - 1 no longer reads the other buffer
-  stage(first + 2 - 2 * int(n % 2));
+__device__ inline int next_pair(int first, int odd, Stage stage) {
+  const int now = first + 2 * odd;
+  __syncthreads();  // the previous step no longer reads the other buffer
+  stage(first + 2 - 2 * odd);
   cp_async_commit();
   cp_async_wait<1>();  // everything but the group just committed: this step's tiles
   __syncthreads();
@@ -121,8 +121,8 @@ __global__ void forward_kernel(T* out, float* lse, const T* q, const T* k, const
   stage_rows(sh.tile(0), q + b * g.T * kD, first, g.T);
   stage_kv(1, 0);
   float o[kD / 8][4] = {}, m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
-  for (int64_t j0 = 0, n = 0; j0 < keys; j0 += kTile, ++n) {
-    const int kv = next_pair(1, n, [&](int at) {
+  for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+    const int kv = next_pair(1, int(j0 / kTile % 2), [&](int at) {
       if (j0 + kTile < keys) stage_kv(at, j0 + kTile);
     });
     float s[kTileN][4];
@@ -183,8 +183,8 @@ __global__ void dq_kernel(T* dq, float* delta, const T* dout, const T* q, const 
     if (row < g.T && lane % 4 == 0) delta[base + row] = di[h];
   }
   float acc[kD / 8][4] = {};
-  for (int64_t j0 = 0, n = 0; j0 < keys; j0 += kTile, ++n) {
-    const int kv = next_pair(2, n, [&](int at) {
+  for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+    const int kv = next_pair(2, int(j0 / kTile % 2), [&](int at) {
       if (j0 + kTile < keys) stage_kv(at, j0 + kTile);
     });
     float p[kTileN][4], dp[kTileN][4];
@@ -213,17 +213,18 @@ __global__ void dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k,
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int64_t b = blockIdx.x / blocks_per_batch(g.S), base = b * g.T;
   const int64_t first = blockIdx.x % blocks_per_batch(g.S) * kTile, key0 = first + warp * kRows;
+  const T *qb = q + base * kD, *dob = dout + base * kD;
   auto stage_qdo = [&](int buffer, int64_t i0) {
-    stage_rows(sh.tile(buffer), q + base * kD, i0, g.T);
-    stage_rows(sh.tile(buffer + 1), dout + base * kD, i0, g.T);
+    stage_rows(sh.tile(buffer), qb, i0, g.T);
+    stage_rows(sh.tile(buffer + 1), dob, i0, g.T);
   };
   stage_rows(sh.tile(0), k + b * g.S * kD, first, g.S);
   stage_rows(sh.tile(1), v + b * g.S * kD, first, g.S);
   const int64_t begin = g.causal ? first : 0;
   if (begin < g.T) stage_qdo(2, begin);
   float acc_k[kD / 8][4] = {}, acc_v[kD / 8][4] = {};
-  for (int64_t i0 = begin, n = 0; i0 < g.T; i0 += kTile, ++n) {
-    const int qdo = next_pair(2, n, [&](int at) {
+  for (int64_t i0 = begin; i0 < g.T; i0 += kTile) {
+    const int qdo = next_pair(2, int((i0 - begin) / kTile % 2), [&](int at) {
       if (i0 + kTile < g.T) stage_qdo(at, i0 + kTile);
       for (int t = int(threadIdx.x); t < kTile; t += int(blockDim.x)) {  // this step's
         lse_s[t] = i0 + t < g.T ? lse[base + i0 + t] : 0.f;
@@ -253,7 +254,8 @@ __global__ void dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k,
 // where used (and `floats` f32 values).
 template <typename M, int kD>
 size_t shared_bytes(int tiles, int floats) {
-  return size_t(tiles * kTile * kD + scratch_values<M>()) * sizeof(typename M::In) +
+  return size_t(tiles * Tile<typename M::In, kD>::kValues + scratch_values<M>()) *
+             sizeof(typename M::In) +
          size_t(floats) * sizeof(float);
 }
 

@@ -3,21 +3,26 @@
 // warp's 16 rows by mma (warp_mma.cuh) with fragments from ldmatrix (ldmatrix.cuh), quad
 // reductions over a row's lanes and the mask. Accumulator element (nt, r) of a lane is row
 // c_row(lane, r) of the warp's 16, column nt * 8 + c_col(lane, r) of the tile.
-// Tiles hold the inputs' own bytes (bf16, or f32: rounded to TF32 as fragments load) in
-// rows of kD values (128 to 512 bytes: whole multiples of the 32 banks), each row's
-// 16-byte chunks permuted by an XOR swizzle of the row: chunk c of row r lives at chunk
-// c ^ f(r % 8), f(r) = 2 (r % 4) + (r / 4), so f = 0 2 4 6 1 3 5 7 over rows 0..7:
-//
-//   logical chunk:  0  1  2  3  4  5  6  7   (bank quad = physical chunk % 8)
-//   row 0 at:       0  1  2  3  4  5  6  7
-//   row 1 at:       2  3  0  1  6  7  4  5
-//   row 4 at:       1  0  3  2  5  4  7  6     ...
-//
-// Any 8 consecutive rows (from a multiple of 8) put one logical chunk on 8 distinct bank
-// quads: an ldmatrix phase (8 rows x 16 bytes) serves all 32 banks at once. TF32's
-// transposed B fragments (rows t + 4i, words g of a chunk pair) and its P scratch stores
-// (8-byte pairs) land on distinct banks too: f's high bits differ over any 4 consecutive
-// rows. Unswizzled rows put 8 rows of a chunk on the same 4 banks (8-way conflicts).
+// Tiles hold the inputs' own bytes (bf16, or f32: rounded to TF32 as fragments load), a
+// row of kD values per key or query, laid out so that no fragment load has bank conflicts:
+//   bf16: rows padded by one 16-byte chunk (stride kD + 8 values), fragments all by
+//         ldmatrix (A and Q K^T's B plain, P V's B .trans): the 8 rows of a matrix start
+//         16 bytes apart mod 128, on 8 distinct bank quads;
+//     bank quad:  0  1  2  3  4  5  6  7
+//     row 0:     c0 c1 c2 c3 c4 c5 c6 c7     (c = 16-byte chunk, 8 bf16)
+//     row 1:     .. c0 c1 c2 c3 c4 c5 c6  c7 ..  (one chunk on)
+//   TF32: .trans would split its 32-bit words, so its P V-style B fragments load value by
+//         value (rows t and t + 4 of a step, 8 consecutive words each), which padding
+//         cannot serve with ldmatrix's rows at once. Rows stay unpadded and chunk c of row
+//         r lives at chunk c ^ f(r % 8), f(r) = 2 (r % 4) + r / 4 = 0 2 4 6 1 3 5 7:
+//     logical chunk:  0  1  2  3  4  5  6  7
+//     row 0 at:       0  1  2  3  4  5  6  7
+//     row 1 at:       2  3  0  1  6  7  4  5
+//     row 4 at:       1  0  3  2  5  4  7  6     ...
+//         f is one-to-one over 8 rows (ldmatrix phases), and its high bits differ over any
+//         4 rows (the value-by-value loads, and P's 8-byte scratch stores).
+// Padding keeps every fragment address a constant offset from a lane's own (few registers:
+// bf16's dkdv at head 128 fits in 255 without spills); the XOR costs TF32 some.
 #pragma once
 #include <limits>
 
@@ -49,14 +54,24 @@ __device__ inline float neg_inf() { return -std::numeric_limits<float>::infinity
 template <typename In, int kD>
 struct Tile {
   static constexpr int kPerChunk = 16 / int(sizeof(In)), kChunks = kD / kPerChunk;
+  static constexpr bool kSwizzled = sizeof(In) == 4;  // else padded
+  static constexpr int kStride = kSwizzled ? kD : kD + kPerChunk, kValues = kTile * kStride;
   static_assert(kChunks % 8 == 0, "rows of whole 128-byte lines");
   In* base;
-  RG_HD static int swizzle(int row) { return (row % 4) * 2 + row % 8 / 4; }
-  RG_HD In* chunk(int row, int c) const {
-    return base + row * kD + (c ^ swizzle(row)) * kPerChunk;
-  }
+  RG_HD static int swizzle(int row) { return kSwizzled ? (row % 4) * 2 + row % 8 / 4 : 0; }
+  // The value offset of chunk (row, c).
+  RG_HD static int offset(int row, int c) { return row * kStride + (c ^ swizzle(row)) * kPerChunk; }
+  RG_HD In* chunk(int row, int c) const { return base + offset(row, c); }
   RG_HD In& at(int row, int col) const { return chunk(row, col / kPerChunk)[col % kPerChunk]; }
-  RG_HD Tile rows_from(int row) const { return {base + row * kD}; }
+  // What ldmatrix takes for chunk (row, c): on a GPU its 32-bit shared-memory address.
+#if RG_SIM
+  const In* row_address(int row, int c) const { return chunk(row, c); }
+#else
+  __device__ unsigned row_address(int row, int c) const {
+    return shared_address(base) + unsigned(offset(row, c)) * sizeof(In);
+  }
+#endif
+  RG_HD Tile rows_from(int row) const { return {base + row * kStride}; }
 };
 
 // The block starts copying rows first .. first + kTile - 1 of a [count, kD] matrix into
@@ -85,7 +100,7 @@ template <typename M, int kD>
 __device__ inline void load_a_tile(uint32_t (&fa)[4], Tile<typename M::In, kD> a, int k0,
                                    int lane) {
   const int c0 = k0 / Tile<typename M::In, kD>::kPerChunk, m = lane / 8;
-  ldmatrix_x4<false>(fa, a.chunk(m % 2 * 8 + lane % 8, c0 + m / 2));
+  ldmatrix_x4<false>(fa, a.row_address(m % 2 * 8 + lane % 8, c0 + m / 2));
   round_fragment<M>(fa);
 }
 
@@ -103,7 +118,7 @@ __device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
     const int c0 = k0 / Tile<typename M::In, kD>::kPerChunk;
     for (int nt = 0; nt < kTileN; nt += 2) {
       uint32_t fb[4];
-      ldmatrix_x4<false>(fb, b.chunk((nt + m / 2) * 8 + lane % 8, c0 + m % 2));
+      ldmatrix_x4<false>(fb, b.row_address((nt + m / 2) * 8 + lane % 8, c0 + m % 2));
       round_fragment<M>(fb);
       const uint32_t b0[2] = {fb[0], fb[1]}, b1[2] = {fb[2], fb[3]};
       mma<M>(s[nt], fa, b0);
@@ -116,12 +131,12 @@ __device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
 // bf16 by ldmatrix .trans of (rows k0.., chunk nt), (k0 + 8.., nt), (k0.., nt + 1), ...;
 // TF32 (.trans would split its words) value by value.
 template <typename M, int kD>
-__device__ inline void load_b_pair(uint32_t (&b0)[2], uint32_t (&b1)[2],
-                                   Tile<typename M::In, kD> b, int k0, int nt, int lane) {
+__device__ inline void load_b_pair(uint32_t (&b0)[2], uint32_t (&b1)[2], Tile<typename M::In, kD> b,
+                                   int k0, int nt, int lane) {
   if constexpr (std::is_same_v<M, MmaBf16>) {
     const int m = lane / 8;
     uint32_t f[4];
-    ldmatrix_x4<true>(f, b.chunk(k0 + m % 2 * 8 + lane % 8, nt + m / 2));
+    ldmatrix_x4<true>(f, b.row_address(k0 + m % 2 * 8 + lane % 8, nt + m / 2));
     b0[0] = f[0], b0[1] = f[1], b1[0] = f[2], b1[1] = f[3];
   } else {
     load_b<M>(

@@ -85,21 +85,27 @@ __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// The row at a 32-bit shared-memory address (cheaper to keep in registers than a pointer),
+// or at a generic pointer into shared memory.
 template <bool kTrans>
-__device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+__device__ inline void ldmatrix_x4(uint32_t (&r)[4], unsigned row) {
   if constexpr (kTrans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row)));
+                 : "r"(row));
   else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row)));
+                 : "r"(row));
+}
+template <bool kTrans>
+__device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  ldmatrix_x4<kTrans>(r, shared_address(row));
 }
 
 __device__ inline void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
                : "memory");
 }
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }

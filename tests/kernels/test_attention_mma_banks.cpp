@@ -1,8 +1,8 @@
 // sim-check's shared-memory counters (kernels/sim/check/metrics.cpp) on the tensor-core
 // attention kernels (kernels/cuda/attention_mma.cuh): forward, dq and dkdv, bf16 and TF32,
-// heads of 64 and 128. Their tiles are swizzled and their fragments come through ldmatrix,
-// so no shared-memory request needs more wavefronts than its words need: zero bank
-// conflicts. The counters only exist in the instrumented run (suite sim_check:
+// heads of 64 and 128. Their tiles are padded (bf16) or swizzled (TF32) and fragments come
+// by ldmatrix, so no shared-memory request needs more wavefronts than its words need: zero
+// bank conflicts (before: 4 to 6 times the ideal wavefronts). The counters only exist in the instrumented run (suite sim_check:
 // kernels_sim_check); the plain run of this file says so and checks nothing more.
 // The table it prints is the one in docs/kernels.md ("Tensor-core attention: shared memory").
 #include <cstdio>
@@ -46,8 +46,8 @@ TEST_CASE("sim-check: the tensor-core attention kernels have no shared-memory ba
     return;
   }
   AllowTf32 tf32;
-  std::printf("%-32s %-5s %4s %9s %11s %9s %10s\n", "kernel", "type", "D", "requests",
-              "wavefronts", "ideal", "conflicts");
+  std::printf("%-32s %-5s %4s %9s %11s %9s %10s\n", "kernel", "type", "D", "requests", "wavefronts",
+              "ideal", "conflicts");
   for (DType dtype : {DType::bf16, DType::f32})
     for (int64_t D : {64, 128}) {
       sim::check::reset_metrics();

@@ -43,7 +43,9 @@ struct Rows {
     for (int r = 0; r < 32; ++r)
       for (int c = 0; c < 8; ++c) mem[r * 8 + c] = uint16_t(256 * r + c);
   }
-  uint16_t value(int matrix, int row, int col) const { return mem[rows[8 * matrix + row] * 8 + col]; }
+  uint16_t value(int matrix, int row, int col) const {
+    return mem[rows[8 * matrix + row] * 8 + col];
+  }
 };
 
 }  // namespace
@@ -84,7 +86,7 @@ __global__ void mma_from_ldmatrix(float* d, const uint16_t* a, const uint16_t* b
   const int lane = int(threadIdx.x), m = lane / 8;
   uint32_t fa[4], f[4];
   ldmatrix_x4<false>(fa, a + (m % 2 * 8 + lane % 8) * 16 + m / 2 * 8);  // rows 0-7 / 8-15
-  ldmatrix_x4<true>(f, b + (m % 2 * 8 + lane % 8) * 8);  // k rows 0-7, 8-15 (m < 2)
+  ldmatrix_x4<true>(f, b + (m % 2 * 8 + lane % 8) * 8);                 // k rows 0-7, 8-15 (m < 2)
   const uint32_t fb[2] = {f[0], f[1]};
   float acc[4] = {};
   mma<MmaBf16>(acc, fa, fb);

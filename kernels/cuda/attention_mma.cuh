@@ -3,8 +3,8 @@
 // as attention.cu (q [B,T,D], k [B,S,D], v [B,S,D] contiguous, causal rows see j <= i; lse
 // in f32), which calls it first and keeps its own kernel for everything else.
 // A block is 4 warps; each warp owns 16 rows (an mma's M). Tiles of 64 rows live in dynamic
-// shared memory as the mma input type (bf16, or f32 rounded to TF32), zero past the end;
-// launches opt in past 48 KiB.
+// shared memory as the inputs' bytes (bf16, or f32 rounded to TF32 as fragments load), zero
+// past the end; launches opt in past 48 KiB.
 //   forward: the block's 64 query rows stay in shared memory; per 64-key tile S = Q K^T by
 //            mma, masked and scaled, the online softmax (row max m and sum l) in registers
 //            (a row's 8 values of an 8-column tile sit on the 4 lanes of a quad), P rounded
@@ -18,8 +18,9 @@
 //     dkdv: a block of 64 key rows over query tiles: P^T, dP^T = V dO^T, dV += P^T dO,
 //           dK += dS^T Q.
 // Tiles arrive by cp.async, double-buffered: the next K/V (or Q/dO) tile streams in while
-// the warps compute on this one; fragments come by ldmatrix from XOR-swizzled rows, with
-// no bank conflicts (layout: attention_mma_tiles.cuh; counters: docs/kernels.md).
+// the warps compute on this one; fragments come by ldmatrix from padded (bf16) or
+// XOR-swizzled (TF32) rows, with no bank conflicts (layout: attention_mma_tiles.cuh;
+// counters: docs/kernels.md). Q, K/V (dq) and K, V (dkdv) arrive once per block.
 //   forward shared memory:  Q | K0 V0 | K1 V1 | TF32 scratch (4 warps x 16 x 64 f32)
 //   dq:                     Q dO | K0 V0 | K1 V1 | scratch
 //   dkdv:                   K V | Q0 dO0 | Q1 dO1 | scratch | lse delta (64 f32 each)

@@ -24,9 +24,10 @@
 // reader in another thread that the kernel did not order after the copy (wait, then a
 // barrier); commit and wait are no-ops there.
 #pragma once
+#include <cstdint>
 #include <cstring>
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/portability.cuh"
 
 namespace rg::RG_BACKEND {
 

@@ -120,14 +120,20 @@ __global__ void forward_kernel(T* out, float* lse, const T* q, const T* k, const
     stage_rows(sh.tile(buffer + 1), vb, j0, keys);
   };
   stage_rows(sh.tile(0), q + b * g.T * kD, first, g.T);
+  cp_async_commit();
   stage_kv(1, 0);
+  cp_async_commit();
+  cp_async_wait<1>();  // Q (K0 and V0 may still be in flight)
+  __syncthreads();
+  QueryFragments<M, kD> fq{sh.tile(0).rows_from(warp * kRows), {}};
+  fq.load(lane);
   float o[kD / 8][4] = {}, m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
   for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
     const int kv = next_pair(1, int(j0 / kTile % 2), [&](int at) {
       if (j0 + kTile < keys) stage_kv(at, j0 + kTile);
     });
     float s[kTileN][4];
-    scores<M, kD>(s, sh.tile(0).rows_from(warp * kRows), sh.tile(kv), lane);
+    fq.scores(s, sh.tile(kv), lane);
     softmax_tile<kD>(s, m, l, o, g, row0, j0, lane);
     accumulate_product<M, kD>(o, s, sh.scratch(warp), sh.tile(kv + 1), lane);
   }

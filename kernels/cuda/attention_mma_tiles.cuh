@@ -24,7 +24,9 @@
 // Padding keeps every fragment address a constant offset from a lane's own (few registers:
 // bf16's dkdv at head 128 fits in 255 without spills); the XOR costs TF32 some.
 #pragma once
+#include <cstring>
 #include <limits>
+#include <utility>
 
 #include "kernels/cuda/ldmatrix.cuh"
 #include "kernels/cuda/warp_mma.cuh"
@@ -104,17 +106,19 @@ __device__ inline void load_a_tile(uint32_t (&fa)[4], Tile<typename M::In, kD> a
   round_fragment<M>(fa);
 }
 
-// s = A B^T: A the warp's 16 rows (kD wide), B 64 rows (kD wide). B's fragments of two
-// 8-row tiles nt, nt + 1 come from one ldmatrix: (nt, chunk c0), (nt, c0 + 1), (nt + 1, c0)...
-template <typename M, int kD>
-__device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
-                              Tile<typename M::In, kD> b, int lane) {
+// s = A B^T: A the warp's 16 rows (kD wide), its fragment of k-step k0 from a_at(k0, fa); B
+// 64 rows (kD wide). B's fragments of two 8-row tiles nt, nt + 1 come from one ldmatrix:
+// (nt, chunk c0), (nt, c0 + 1), (nt + 1, c0)... kUnrolled: the k-steps as constants (A's
+// fragments then stay in registers; TF32's swizzled addresses would not).
+template <typename M, int kD, bool kUnrolled = false, typename A>
+__device__ inline void scores_with(float (&s)[kTileN][4], A a_at, Tile<typename M::In, kD> b,
+                                   int lane) {
   for (auto& t : s)
     for (float& x : t) x = 0.f;
   const int m = lane / 8;
-  for (int k0 = 0; k0 < kD; k0 += M::K) {
+  auto step = [&](int k0) {
     uint32_t fa[4];
-    load_a_tile<M, kD>(fa, a, k0, lane);
+    a_at(k0, fa);
     const int c0 = k0 / Tile<typename M::In, kD>::kPerChunk;
     for (int nt = 0; nt < kTileN; nt += 2) {
       uint32_t fb[4];
@@ -124,8 +128,43 @@ __device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
       mma<M>(s[nt], fa, b0);
       mma<M>(s[nt + 1], fa, b1);
     }
-  }
+  };
+  if constexpr (kUnrolled) [&]<int... k>(std::integer_sequence<int, k...>) {
+      (step(k * M::K), ...);
+    }
+  (std::make_integer_sequence<int, kD / M::K>());
+  else for (int k0 = 0; k0 < kD; k0 += M::K) step(k0);
 }
+
+// scores_with A's fragments loaded from the tile a at each step.
+template <typename M, int kD>
+__device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
+                              Tile<typename M::In, kD> b, int lane) {
+  scores_with<M, kD>(
+      s, [&](int k0, uint32_t(&fa)[4]) { load_a_tile<M, kD>(fa, a, k0, lane); }, b, lane);
+}
+
+// The forward's Q fragments (the warp's 16 rows): bf16 loads every k-step's once and keeps
+// them in registers (16 at D 64, 32 at D 128); TF32 (4 registers a step, and more pressure
+// already) loads them from shared memory at each key tile.
+template <typename M, int kD>
+struct QueryFragments {
+  static constexpr bool kKept = std::is_same_v<M, MmaBf16>;
+  Tile<typename M::In, kD> rows;
+  uint32_t f[kKept ? kD / M::K : 1][4];
+  __device__ void load(int lane) {
+    if constexpr (kKept)
+      for (int k = 0; k < kD / M::K; ++k) load_a_tile<M, kD>(f[k], rows, k * M::K, lane);
+  }
+  // s = Q B^T
+  __device__ void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> b, int lane) const {
+    if constexpr (kKept)
+      scores_with<M, kD, true>(
+          s, [&](int k0, uint32_t(&fa)[4]) { std::memcpy(fa, f[k0 / M::K], sizeof(fa)); }, b, lane);
+    else
+      attention_mma::scores<M, kD>(s, rows, b, lane);
+  }
+};
 
 // B fragments of column tiles nt, nt + 1 of B = rows k0.. of b (kD wide, not transposed):
 // bf16 by ldmatrix .trans of (rows k0.., chunk nt), (k0 + 8.., nt), (k0.., nt + 1), ...;

@@ -22,12 +22,16 @@
 // cp.async on sim copies at once (an eager completion the PTX rules allow): sim-check sees
 // the global load and the shared store of the issuing thread, so racecheck still reports a
 // reader in another thread that the kernel did not order after the copy (wait, then a
-// barrier); commit and wait are no-ops there.
+// barrier), and a wait_group over copies never committed is a synccheck error
+// (kernels/sim/async_copy.h).
 #pragma once
 #include <cstdint>
 #include <cstring>
 
 #include "kernels/cuda/portability.cuh"
+#if RG_SIM
+#include "kernels/sim/async_copy.h"
+#endif
 
 namespace rg::RG_BACKEND {
 
@@ -77,10 +81,14 @@ inline void cp_async16(void* dst, const void* src, bool valid,
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16) __trap(site);
   const Bits128 bits = valid ? *static_cast<const volatile Bits128*>(src) : Bits128(0);
   *static_cast<volatile Bits128*>(dst) = bits;
+  ::rg::sim::async_copy_issued();
 }
-inline void cp_async_commit() {}
+inline void cp_async_commit() { ::rg::sim::async_copy_commit(); }
+// Checks the commit-before-wait rule (kernels/sim/async_copy.h); the copies are done.
 template <int N>
-inline void cp_async_wait() {}
+inline void cp_async_wait(::rg::sim::CallSite site = ::rg::sim::CallSite::here()) {
+  ::rg::sim::async_copy_wait(site);
+}
 #else
 __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));

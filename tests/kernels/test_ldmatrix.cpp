@@ -2,7 +2,8 @@
 // against the PTX ISA's figures for ldmatrix.m8n8.x4(.trans).b16 (lane l = 4 g + t gets,
 // in register m, row g / columns 2t, 2t + 1 of matrix m, or rows 2t, 2t + 1 of column g
 // with .trans), the rows addressed lane by lane (lanes 8m..8m+7 name matrix m's rows, in
-// any order in memory), the loads feeding a real mma, and cp.async's copy and zero fill.
+// any order in memory), the loads feeding a real mma, and cp.async's copy, zero fill and
+// commit-before-wait rule.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -120,6 +121,14 @@ __global__ void copy_async(uint32_t* dst, const uint32_t* src, int valid_chunks)
   cp_async_wait<0>();
 }
 
+// Copies, then waits without committing them (broken) or after a commit.
+__global__ void wait_uncommitted(uint32_t* dst, const uint32_t* src, bool commit) {
+  const int lane = int(threadIdx.x);
+  cp_async16(dst + 4 * lane, src + 4 * lane, true);
+  if (commit) cp_async_commit();
+  cp_async_wait<0>();
+}
+
 __global__ void misaligned_row(uint32_t* out, const uint16_t* mem) {
   uint32_t r[4];
   ldmatrix_x4<false>(r, mem + 1);
@@ -144,4 +153,14 @@ TEST_CASE("ldmatrix on sim: a row address off 16 bytes traps, as the ISA require
   rg::test::ClearStickyError clear{0};  // the trap poisons sim:0 (null stream), as a GPU's
   CHECK_THROWS_WITH(launch(misaligned_row, one_warp("ldmatrix_misaligned"), out.data(), mem),
                     doctest::Contains("ldmatrix_misaligned"));
+}
+
+TEST_CASE("cp.async on sim: a wait_group over copies never committed is a sync error") {
+  std::vector<uint32_t> src(128, 1), dst(128, 0);
+  CHECK_THROWS_WITH(
+      launch(wait_uncommitted, one_warp("wait_uncommitted"), dst.data(), src.data(), false),
+      doctest::Contains("since its last cp.async.commit_group"));
+  rg::sim::check::take_reports();  // sim-check's synccheck report of it (instrumented runs)
+  CHECK_NOTHROW(launch(wait_uncommitted, one_warp("wait_committed"), dst.data(), src.data(), true));
+  CHECK(dst[127] == 1u);
 }

@@ -1,11 +1,34 @@
 // The warp-level pieces of the tensor-core attention (kernels/cuda/attention_mma.cuh):
-// staging 64-row tiles into shared memory as the mma input type, S = A B^T and acc += P B
-// over a warp's 16 rows by mma (warp_mma.cuh), quad reductions over a row's lanes and
-// the mask. Accumulator element (nt, r) of a lane is row c_row(lane, r) of the warp's 16,
-// column nt * 8 + c_col(lane, r) of the tile.
+// staging 64-row tiles into shared memory by cp.async, S = A B^T and acc += P B over a
+// warp's 16 rows by mma (warp_mma.cuh) with fragments from ldmatrix (ldmatrix.cuh), quad
+// reductions over a row's lanes and the mask. Accumulator element (nt, r) of a lane is row
+// c_row(lane, r) of the warp's 16, column nt * 8 + c_col(lane, r) of the tile.
+// Tiles hold the inputs' own bytes (bf16, or f32: rounded to TF32 as fragments load), a
+// row of kD values per key or query, laid out so that no fragment load has bank conflicts:
+//   bf16: rows padded by one 16-byte chunk (stride kD + 8 values), fragments all by
+//         ldmatrix (A and Q K^T's B plain, P V's B .trans): the 8 rows of a matrix start
+//         16 bytes apart mod 128, on 8 distinct bank quads;
+//     bank quad:  0  1  2  3  4  5  6  7
+//     row 0:     c0 c1 c2 c3 c4 c5 c6 c7     (c = 16-byte chunk, 8 bf16)
+//     row 1:     .. c0 c1 c2 c3 c4 c5 c6  c7 ..  (one chunk on)
+//   TF32: .trans would split its 32-bit words, so its P V-style B fragments load value by
+//         value (rows t and t + 4 of a step, 8 consecutive words each), which padding
+//         cannot serve with ldmatrix's rows at once. Rows stay unpadded and chunk c of row
+//         r lives at chunk c ^ f(r % 8), f(r) = 2 (r % 4) + r / 4 = 0 2 4 6 1 3 5 7:
+//     logical chunk:  0  1  2  3  4  5  6  7
+//     row 0 at:       0  1  2  3  4  5  6  7
+//     row 1 at:       2  3  0  1  6  7  4  5
+//     row 4 at:       1  0  3  2  5  4  7  6     ...
+//         f is one-to-one over 8 rows (ldmatrix phases), and its high bits differ over any
+//         4 rows (the value-by-value loads, and P's 8-byte scratch stores).
+// Padding keeps every fragment address a constant offset from a lane's own (few registers:
+// bf16's dkdv at head 128 fits in 255 without spills); the XOR costs TF32 some.
 #pragma once
+#include <cstring>
 #include <limits>
+#include <utility>
 
+#include "kernels/cuda/ldmatrix.cuh"
 #include "kernels/cuda/warp_mma.cuh"
 
 namespace rg::RG_BACKEND {
@@ -13,8 +36,7 @@ namespace attention_mma {
 
 constexpr int kRows = 16, kWarps = 4, kTile = kRows * kWarps, kTileN = kTile / 8;
 
-// The warps' 16 x 64 scratch tiles (values of the input type): TF32 only (see
-// accumulate_product).
+// The warps' 16 x 64 scratch tiles (f32): TF32 only (see accumulate_product).
 template <typename M>
 constexpr int scratch_values() {
   return std::is_same_v<M, MmaBf16> ? 0 : kWarps * kRows * kTile;
@@ -29,53 +51,175 @@ struct Geometry {
 __device__ inline int64_t blocks_per_batch(int64_t rows) { return (rows + kTile - 1) / kTile; }
 __device__ inline float neg_inf() { return -std::numeric_limits<float>::infinity(); }
 
-// The block copies rows first .. first + kTile - 1 of a [count, kD] matrix into dst as the
-// mma input type, zeros past `count`.
-template <typename M, int kD, typename T>
-__device__ inline void stage_rows(typename M::In* dst, const T* src, int64_t first, int64_t count) {
-  for (int e = int(threadIdx.x); e < kTile * kD; e += int(blockDim.x)) {
-    const int64_t row = first + e / kD;
-    dst[e] = M::from_float(row < count ? convert<float>(src[row * kD + e % kD]) : 0.f);
+// Rows of kD values of In at `base` (a row index a multiple of 8 from the swizzle's own),
+// swizzled as above.
+template <typename In, int kD>
+struct Tile {
+  static constexpr int kPerChunk = 16 / int(sizeof(In)), kChunks = kD / kPerChunk;
+  static constexpr bool kSwizzled = sizeof(In) == 4;  // else padded
+  static constexpr int kStride = kSwizzled ? kD : kD + kPerChunk, kValues = kTile * kStride;
+  static_assert(kChunks % 8 == 0, "rows of whole 128-byte lines");
+  In* base;
+  RG_HD static int swizzle(int row) { return kSwizzled ? (row % 4) * 2 + row % 8 / 4 : 0; }
+  // The value offset of chunk (row, c).
+  RG_HD static int offset(int row, int c) { return row * kStride + (c ^ swizzle(row)) * kPerChunk; }
+  RG_HD In* chunk(int row, int c) const { return base + offset(row, c); }
+  RG_HD In& at(int row, int col) const { return chunk(row, col / kPerChunk)[col % kPerChunk]; }
+  // What ldmatrix takes for chunk (row, c): on a GPU its 32-bit shared-memory address.
+#if RG_SIM
+  const In* row_address(int row, int c) const { return chunk(row, c); }
+#else
+  __device__ unsigned row_address(int row, int c) const {
+    return shared_address(base) + unsigned(offset(row, c)) * sizeof(In);
+  }
+#endif
+  RG_HD Tile rows_from(int row) const { return {base + row * kStride}; }
+};
+
+// The block starts copying rows first .. first + kTile - 1 of a [count, kD] matrix into
+// dst (zeros past `count`) by cp.async; the caller commits and waits.
+template <int kD, typename In>
+__device__ inline void stage_rows(Tile<In, kD> dst, const In* src, int64_t first, int64_t count) {
+  constexpr int kChunks = Tile<In, kD>::kChunks;
+  for (int e = int(threadIdx.x); e < kTile * kChunks; e += int(blockDim.x)) {
+    const int row = e / kChunks, c = e % kChunks;
+    const bool valid = first + row < count;
+    const In* from = valid ? src + (first + row) * kD + c * Tile<In, kD>::kPerChunk : src;
+    cp_async16(dst.chunk(row, c), from, valid);
   }
 }
 
-// s = A B^T: A the warp's 16 rows (kD wide) at a, B 64 rows (kD wide) at b.
+// TF32 fragments from shared memory hold f32 bits: round them as the mma expects.
+template <typename M, int N>
+__device__ inline void round_fragment(uint32_t (&f)[N]) {
+  if constexpr (std::is_same_v<M, MmaTf32>)
+    for (uint32_t& x : f) x = float_to_bits(to_tf32(bits_to_float(x)));
+}
+
+// The A fragment of rows 0..15 at `a`, k-step k0: ldmatrix's matrices are rows 0-7 and
+// 8-15 of the step's two 16-byte chunks (M::K values of either type are 32 bytes).
 template <typename M, int kD>
-__device__ inline void scores(float (&s)[kTileN][4], const typename M::In* a,
-                              const typename M::In* b, int lane) {
+__device__ inline void load_a_tile(uint32_t (&fa)[4], Tile<typename M::In, kD> a, int k0,
+                                   int lane) {
+  const int c0 = k0 / Tile<typename M::In, kD>::kPerChunk, m = lane / 8;
+  ldmatrix_x4<false>(fa, a.row_address(m % 2 * 8 + lane % 8, c0 + m / 2));
+  round_fragment<M>(fa);
+}
+
+// s = A B^T: A the warp's 16 rows (kD wide), its fragment of k-step k0 from a_at(k0, fa); B
+// 64 rows (kD wide). B's fragments of two 8-row tiles nt, nt + 1 come from one ldmatrix:
+// (nt, chunk c0), (nt, c0 + 1), (nt + 1, c0)... kUnrolled: the k-steps as constants (A's
+// fragments then stay in registers; TF32's swizzled addresses would not).
+template <typename M, int kD, bool kUnrolled = false, typename A>
+__device__ inline void scores_with(float (&s)[kTileN][4], A a_at, Tile<typename M::In, kD> b,
+                                   int lane) {
   for (auto& t : s)
     for (float& x : t) x = 0.f;
-  for (int k0 = 0; k0 < kD; k0 += M::K) {
-    uint32_t fa[4] = {};
-    load_a<M>(
-        fa, [&](int r, int k) { return a[r * kD + k0 + k]; }, lane);
-    for (int nt = 0; nt < kTileN; ++nt) {
-      uint32_t fb[2] = {};
-      load_b<M>(
-          fb, [&](int k, int n) { return b[(nt * 8 + n) * kD + k0 + k]; }, lane);
-      mma<M>(s[nt], fa, fb);
+  const int m = lane / 8;
+  auto step = [&](int k0) {
+    uint32_t fa[4];
+    a_at(k0, fa);
+    const int c0 = k0 / Tile<typename M::In, kD>::kPerChunk;
+    for (int nt = 0; nt < kTileN; nt += 2) {
+      uint32_t fb[4];
+      ldmatrix_x4<false>(fb, b.row_address((nt + m / 2) * 8 + lane % 8, c0 + m % 2));
+      round_fragment<M>(fb);
+      const uint32_t b0[2] = {fb[0], fb[1]}, b1[2] = {fb[2], fb[3]};
+      mma<M>(s[nt], fa, b0);
+      mma<M>(s[nt + 1], fa, b1);
     }
+  };
+  if constexpr (kUnrolled) [&]<int... k>(std::integer_sequence<int, k...>) {
+      (step(k * M::K), ...);
+    }
+  (std::make_integer_sequence<int, kD / M::K>());
+  else for (int k0 = 0; k0 < kD; k0 += M::K) step(k0);
+}
+
+// scores_with A's fragments loaded from the tile a at each step.
+template <typename M, int kD>
+__device__ inline void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> a,
+                              Tile<typename M::In, kD> b, int lane) {
+  scores_with<M, kD>(
+      s, [&](int k0, uint32_t(&fa)[4]) { load_a_tile<M, kD>(fa, a, k0, lane); }, b, lane);
+}
+
+// The forward's Q fragments (the warp's 16 rows): bf16 loads every k-step's once and keeps
+// them in registers (16 at D 64, 32 at D 128); TF32 (4 registers a step, and more pressure
+// already) loads them from shared memory at each key tile.
+template <typename M, int kD>
+struct QueryFragments {
+  static constexpr bool kKept = std::is_same_v<M, MmaBf16>;
+  Tile<typename M::In, kD> rows;
+  uint32_t f[kKept ? kD / M::K : 1][4];
+  __device__ void load(int lane) {
+    if constexpr (kKept)
+      for (int k = 0; k < kD / M::K; ++k) load_a_tile<M, kD>(f[k], rows, k * M::K, lane);
+  }
+  // s = Q B^T
+  __device__ void scores(float (&s)[kTileN][4], Tile<typename M::In, kD> b, int lane) const {
+    if constexpr (kKept)
+      scores_with<M, kD, true>(
+          s, [&](int k0, uint32_t(&fa)[4]) { std::memcpy(fa, f[k0 / M::K], sizeof(fa)); }, b, lane);
+    else
+      attention_mma::scores<M, kD>(s, rows, b, lane);
+  }
+};
+
+// B fragments of column tiles nt, nt + 1 of B = rows k0.. of b (kD wide, not transposed):
+// bf16 by ldmatrix .trans of (rows k0.., chunk nt), (k0 + 8.., nt), (k0.., nt + 1), ...;
+// TF32 (.trans would split its words) value by value.
+template <typename M, int kD>
+__device__ inline void load_b_pair(uint32_t (&b0)[2], uint32_t (&b1)[2], Tile<typename M::In, kD> b,
+                                   int k0, int nt, int lane) {
+  if constexpr (std::is_same_v<M, MmaBf16>) {
+    const int m = lane / 8;
+    uint32_t f[4];
+    ldmatrix_x4<true>(f, b.row_address(k0 + m % 2 * 8 + lane % 8, nt + m / 2));
+    b0[0] = f[0], b0[1] = f[1], b1[0] = f[2], b1[1] = f[3];
+  } else {
+    load_b<M>(
+        b0, [&](int k, int n) { return M::from_float(b.at(k0 + k, nt * 8 + n)); }, lane);
+    load_b<M>(
+        b1, [&](int k, int n) { return M::from_float(b.at(k0 + k, nt * 8 + 8 + n)); }, lane);
   }
 }
 
-// acc += A B over 16 (bf16) or 8 (TF32) of the 64 rows of B (kD wide) at b, from row k0.
+// acc += A B over 16 (bf16) or 8 (TF32) of the 64 rows of B (kD wide), from row k0.
 template <typename M, int kD>
 __device__ inline void accumulate_step(float (&acc)[kD / 8][4], const uint32_t (&fa)[4],
-                                       const typename M::In* b, int k0, int lane) {
-  for (int nt = 0; nt < kD / 8; ++nt) {
-    uint32_t fb[2] = {};
-    load_b<M>(
-        fb, [&](int k, int n) { return b[(k0 + k) * kD + nt * 8 + n]; }, lane);
-    mma<M>(acc[nt], fa, fb);
+                                       Tile<typename M::In, kD> b, int k0, int lane) {
+  for (int nt = 0; nt < kD / 8; nt += 2) {
+    uint32_t b0[2], b1[2];
+    load_b_pair<M, kD>(b0, b1, b, k0, nt, lane);
+    mma<M>(acc[nt], fa, b0);
+    mma<M>(acc[nt + 1], fa, b1);
   }
 }
 
-// acc += P B, P (16 x 64) given as accumulators, B 64 rows (kD wide) at b. bf16: a lane's
+// Writes P (rounded to TF32) into the warp's 16 x 64 scratch tile: a lane's two values of a
+// row are adjacent, one 8-byte store.
+__device__ inline void store_scratch(Tile<float, kTile> scratch, const float (&p)[kTileN][4],
+                                     int lane) {
+  for (int nt = 0; nt < kTileN; ++nt)
+    for (int h = 0; h < 2; ++h) {
+      float* at = &scratch.at(c_row(lane, 2 * h), nt * 8 + c_col(lane, 2 * h));
+      const float x = to_tf32(p[nt][2 * h]), y = to_tf32(p[nt][2 * h + 1]);
+#if RG_SIM
+      const uint64_t pair = uint64_t(float_to_bits(y)) << 32 | float_to_bits(x);
+      *reinterpret_cast<volatile uint64_t*>(at) = pair;  // one 8-byte request, as on a GPU
+#else
+      *reinterpret_cast<float2*>(at) = make_float2(x, y);
+#endif
+    }
+}
+
+// acc += P B, P (16 x 64) given as accumulators, B 64 rows (kD wide). bf16: a lane's
 // accumulators are its A fragments (MmaBf16::c_tile, FlashAttention-2's register reuse);
 // TF32's A layout differs, so there P goes through the warp's 16 x 64 scratch tile.
 template <typename M, int kD>
 __device__ inline void accumulate_product(float (&acc)[kD / 8][4], const float (&p)[kTileN][4],
-                                          typename M::In* scratch, const typename M::In* b,
+                                          Tile<float, kTile> scratch, Tile<typename M::In, kD> b,
                                           int lane) {
   if constexpr (std::is_same_v<M, MmaBf16>) {
     // constant indices keep p in registers
@@ -89,14 +233,11 @@ __device__ inline void accumulate_product(float (&acc)[kD / 8][4], const float (
     }
   } else {
     __syncwarp();  // the scratch tile's last reads are done
-    for (int nt = 0; nt < kTileN; ++nt)
-      for (int r = 0; r < 4; ++r)
-        scratch[c_row(lane, r) * kTile + nt * 8 + c_col(lane, r)] = M::from_float(p[nt][r]);
+    store_scratch(scratch, p, lane);
     __syncwarp();
     for (int k0 = 0; k0 < kTile; k0 += M::K) {
-      uint32_t fa[4] = {};
-      load_a<M>(
-          fa, [&](int r, int k) { return scratch[r * kTile + k0 + k]; }, lane);
+      uint32_t fa[4];
+      load_a_tile<M, kTile>(fa, scratch, k0, lane);
       accumulate_step<M, kD>(acc, fa, b, k0, lane);
     }
   }

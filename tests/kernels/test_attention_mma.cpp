@@ -96,3 +96,25 @@ GPU_KERNEL_TEST(tensor_core_attention_tf32_matches_cpu_and_only_when_allowed) {
     check_against_cpu(device, DType::f32, c, 1e-5);  // today's f32 kernel
   }
 }
+
+// cp.async copies 16-byte chunks: q, k, v or dout at an address off 16 bytes (a view one
+// element into its storage) takes the kernels above instead (sim would trap on the copy).
+GPU_KERNEL_TEST(tensor_core_attention_declines_views_off_16_bytes) {
+  const int64_t T = 70, D = 64;
+  for (DType dtype : {DType::bf16, DType::f32}) {
+    Tf32 on(true);
+    auto shifted = [&](uint64_t seed) {
+      Tensor whole = random_tensor({T * D + 1}, dtype, seed);
+      return make_view(whole, {1, T, D}, {T * D, D, 1}, 1);
+    };
+    Tensor q = shifted(1), k = shifted(2), v = shifted(3);
+    Tensor out = empty({1, T, D}, dtype), lse = empty({1, T}, DType::f32);
+    cpu_kernels().attention(out, lse, q, k, v, true, 0.125);
+    Tensor gout = empty(out.shape(), dtype, device), glse = empty(lse.shape(), DType::f32, device);
+    kernels_of(device).attention(gout, glse, mirror(q, device), mirror(k, device),
+                                 mirror(v, device), true, 0.125);
+    INFO((dtype == DType::bf16 ? "bf16" : "f32"));
+    CHECK(relative_error(gout, out) < (dtype == DType::bf16 ? 2e-2 : 1e-5));  // f32: no TF32
+    CHECK(relative_error(glse, lse) < 1e-5);
+  }
+}

@@ -3,6 +3,7 @@
 // `// LINE: <name>` marker, which the test looks up in this file.
 #include "tests/sim_check/broken_kernels.h"
 
+#include "kernels/cuda/ldmatrix.cuh"
 #include "kernels/cuda/portability.cuh"
 
 namespace rg::sim_check_test {
@@ -93,6 +94,16 @@ __global__ void strided_load_kernel(float* out, const float* in) {
   out[i] = in[size_t(i) * 32];
 }
 
+__global__ void async_copy_kernel(int* out, const int* in, bool sync) {
+  __shared__ __align__(16) int buf[64 * 4];
+  unsigned t = threadIdx.x;
+  sim::cp_async16(buf + 4 * t, in + 4 * t, true);
+  sim::cp_async_commit();
+  sim::cp_async_wait<0>();
+  if (sync) __syncthreads();
+  out[t] = buf[4 * ((t + 63) % 64)];  // LINE: async read
+}
+
 // The classic tiled transpose: a row of the tile is written per warp, a column read back.
 // Without padding a column's 32 words share one bank (32-way conflict).
 template <int kPitch>
@@ -163,6 +174,9 @@ void coalesced_copy(float* out, const float* in, int n) {
 void strided_load(float* out, const float* in, int n) {
   launch(strided_load_kernel, config("strided_load", dim3(unsigned(n / 256)), dim3(256), false),
          out, in);
+}
+void async_copy_neighbour(int* out, const int* in, bool broken) {
+  launch(async_copy_kernel, config("async_copy_neighbour", dim3(1), dim3(64)), out, in, !broken);
 }
 void transpose_32(float* out, const float* in, bool padded) {
   if (padded)

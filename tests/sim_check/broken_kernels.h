@@ -40,6 +40,12 @@ void unoptimised_divergent_barrier(int* out);
 // outside the mask (broken), or by xor 1 (inside it).
 void shuffle_outside_mask(int* out, bool broken);
 
+// racecheck on cp.async (kernels/cuda/ldmatrix.cuh): each of 64 threads copies 16 bytes
+// of `in` (256 ints) into its chunk of shared memory, commits, waits for its own group and
+// reads its neighbour's chunk, with or without the __syncthreads that orders the copies of
+// other threads before the reads.
+void async_copy_neighbour(int* out, const int* in, bool broken);
+
 // ---- metrics (answers known): coalesced copy, stride-32 float loads, 32x32 transposes
 void coalesced_copy(float* out, const float* in, int n);      // 256 threads per block
 void strided_load(float* out, const float* in, int n);        // in has 32 * n floats

@@ -109,6 +109,13 @@ TEST_CASE("racecheck: a missing __syncwarp is a race even when the higher lanes 
   clean([&] { kt::half_warp_exchange(i32(out), false); });
 }
 
+TEST_CASE("racecheck: cp.async's copy is another thread's only after wait_group and a barrier") {
+  Tensor in = filled(256, DType::i32, 7), out = filled(64, DType::i32, 0);
+  auto reports = reports_of([&] { kt::async_copy_neighbour(i32(out), i32(in), true); });
+  CHECK(has_report(reports, check::Kind::racecheck, line_of("async read")));
+  clean([&] { kt::async_copy_neighbour(i32(out), i32(in), false); });
+}
+
 TEST_CASE("initcheck: shared memory no thread of the block wrote") {
   Tensor out = filled(64, DType::i32, 0);
   auto reports = reports_of([&] { kt::read_shared(i32(out), true); });

@@ -31,7 +31,9 @@
 #   and the sanitizer steps run their test subsets on sim without the sanitizer. CI runs it
 #   (tests/bench/test_gpu_check_dry_run.sh), so the check still works when a GPU session comes.
 # --steps 3,7: only those steps (a rerun of what failed).
-# Environment: RG_GPU_BUNDLE (default gpu-bundle), RG_GPU_CHECK_BUDGET (470), OUT (default
+# The bundle: RG_GPU_BUNDLE (default gpu-bundle), unpacked from RG_GPU_BUNDLE.tar.gz (what a
+#   session carries) where the folder is missing.
+# Environment: RG_GPU_CHECK_BUDGET (470), OUT (default
 #   gpu-check-report), RG_COMPUTE_SANITIZER (its path, where not on PATH or under
 #   /usr/local/cuda*). NCCL from pip's nvidia-nccl-cu13 wheel is found through the python3 on
 #   PATH (its site-packages' nvidia/*/lib folders go on RG_CUDA_LIBRARY_PATH).

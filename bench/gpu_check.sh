@@ -199,7 +199,13 @@ environment() {
     echo "FAIL: libringgrad.so needs a library the loader cannot find (above)"
     return 1
   fi
-  "$BUNDLE/bench/kernels" --environment || return 1
+  local report
+  report=$("$BUNDLE/bench/kernels" --environment) || { echo "$report"; return 1; }
+  echo "$report"
+  if ((!DRY)) && grep -qE 'NOT FOUND|GPUs: none' <<<"$report"; then
+    echo "FAIL: $(grep -m1 -E 'NOT FOUND|GPUs: none' <<<"$report" | cut -c1-120)"
+    return 1
+  fi
   if ! command -v nvidia-smi >/dev/null; then
     ((DRY)) && { echo "SKIP: no nvidia-smi (dry run: no GPU); the bundle's libraries load"; return 0; }
     echo "FAIL: no nvidia-smi: no GPU driver"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/gpu_check.sh's verdicts, on a fake bundle of shell scripts and a fake nvidia-smi (no
-# GPU, no build): a driver older than CUDA 13 fails the environment step and the check goes
-# on; failing kernel tests rerun their first failing case alone with CUDA_LAUNCH_BLOCKING=1
+# GPU, no build): a driver older than CUDA 13, or a library the bundle cannot load, fails the
+# environment step and the check goes on; failing kernel tests rerun their first failing case alone with CUDA_LAUNCH_BLOCKING=1
 # (not the whole suite); a missing bundle file, a missing compute-sanitizer and the NCCL
 # test's "no GPU" exit fail their steps; a step past its limit is stopped and reported; the
 # budget running out leaves the rest NOT RUN; the report is the table first, in 2 files.
@@ -33,7 +33,7 @@ script_file "$b/tests/kernels/test_kernels" 'case "$*" in
 esac'
 script_file "$b/tests/dist/test_dist_nccl" 'echo "dist-nccl: no GPU with NCCL on this machine: skipped (exit 77)"; exit 77'
 script_file "$b/bench/kernels" 'case "$*" in
-  *--environment*) echo "cuda runtime 13.0 (in this build)" ;;
+  *--environment*) echo "cuda runtime 13.0 (in this build)"; [ -z "$FAKE_NO_NCCL" ] || echo "libnccl.so.2: NOT FOUND: tried" ;;
   *attention*) echo "attention fwd bf16 causal T 1024 head 64 x96: 1.0 ms 300.0 TFLOP/s" ;;
   *) echo "kernels bench: OK" ;;
 esac'
@@ -93,6 +93,9 @@ expect_row no_sanitizer 8 "FAIL .*compute-sanitizer not found"
 run slow FAKE_DDP_SLEEP=60 RG_GPU_CHECK_BUDGET=4 -- --steps 5,6
 expect_row slow 5 "FAIL \(timed out\) .*stopped at its [34] s limit"
 expect_row slow 6 "NOT RUN .*no time left of the 4 s budget"
+
+run no_nccl FAKE_NO_NCCL=1 -- --steps 1
+expect_row no_nccl 1 "FAIL .*libnccl.so.2: NOT FOUND"
 
 rm "$b/bench/ddp"
 run missing -- --steps 1

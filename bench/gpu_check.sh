@@ -28,7 +28,9 @@
 # --dry-run: the same steps on the sim device, at small sizes (a minute or so, no GPU; each
 #   step's limit and the budget times 3, for a shared CI machine's sim, not a GPU): what
 #   needs a real GPU (nvidia-smi, NCCL, compute-sanitizer) is reported SKIP with the reason,
-#   and the sanitizer steps run their test subsets on sim without the sanitizer. CI runs it
+#   and the sanitizer steps run their test subsets on sim without the sanitizer. Where no GPU
+#   is, each GPU step's own command line is checked too: its test filter selects tests, its
+#   bench's flags parse (the command stops at the missing device, exit 1, not 2). CI runs it
 #   (tests/bench/test_gpu_check_dry_run.sh), so the check still works when a GPU session comes.
 # --steps 3,7: only those steps (a rerun of what failed).
 # The bundle: RG_GPU_BUNDLE (default gpu-bundle), unpacked from RG_GPU_BUNDLE.tar.gz (what a
@@ -220,9 +222,37 @@ environment() {
   echo "NOTE: $line (driver >= $MIN_DRIVER)"
 }
 
+# A dry run's check of a GPU step's own command line, where no GPU is (with one, the dry
+# run's sim commands are enough): cuda_filter_matches FILTER: the cuda kernel tests FILTER
+# selects, at least one; cuda_command_parses COMMAND...: the command stops at the missing
+# device (exit 1), not at its flags (exit 2).
+no_gpu() { ((DRY)) && ! command -v nvidia-smi >/dev/null; }
+cuda_filter_matches() {
+  local pattern n total=0
+  while read -r -d, pattern; do  # each pattern of the list on its own: none may go stale
+    n=$("$BUNDLE/tests/kernels/test_kernels" --list-test-cases -tc="$pattern" --no-skip=true |
+      sed -n 's/.*passing the current filters: //p')
+    ((${n:-0} > 0)) || { echo "FAIL: the GPU's filter '$pattern' selects no test case"; return 1; }
+    total=$((total + n))
+  done <<<"$1,"
+  echo "the GPU's filter -tc='$1' selects $total test cases, each pattern some"
+}
+cuda_command_parses() {
+  local out rc
+  out=$(timeout 60 "$@" 2>&1)
+  rc=$?
+  if ((rc == 2)) || grep -q -- '--help' <<<"$out"; then
+    echo "FAIL: the GPU's command line does not parse: ${*#"$BUNDLE"/}: $(tail -2 <<<"$out")"
+    return 1
+  fi
+  echo "the GPU's command line parses: ${*#"$BUNDLE"/} (exit $rc here:" \
+    "$({ grep -m1 -E 'not available|failed' <<<"$out" || tail -1 <<<"$out"; } | cut -c1-100))"
+}
+
 kernel_tests() {
   if ((DRY)); then
-    doctest_run -tc="$(prefixed "$DRY_KERNEL_TESTS")" --no-skip=true
+    doctest_run -tc="$(prefixed "$DRY_KERNEL_TESTS")" --no-skip=true || return
+    no_gpu && cuda_filter_matches 'cuda:*'
     return
   fi
   local log rc first
@@ -245,7 +275,8 @@ kernel_tests() {
 
 graph() {
   if ((DRY)); then
-    doctest_run -tc='sim graph: a replay equals eager*'
+    doctest_run -tc='sim graph: a replay equals eager*' || return
+    no_gpu && cuda_filter_matches 'cuda graph: *'
   else
     doctest_run -tc='cuda graph: *' --no-skip=true
   fi
@@ -262,23 +293,33 @@ nccl() {
   return "$rc"
 }
 
-ddp() {
-  if ((DRY)); then
-    "$BUNDLE/bench/ddp" 1 8 1 --device sim --rounds 1
-  else
-    "$BUNDLE/bench/ddp" 4 256 6 --device cuda --rounds 2
+# gpu_step 'SIM COMMAND' CUDA COMMAND...: on a GPU the cuda command; in a dry run the sim one
+# (the same flags at a size sim runs in seconds), then the cuda one's flags checked.
+gpu_step() {
+  local sim=$1
+  shift
+  if ((!DRY)); then
+    "$@"
+    return
   fi
+  eval "$sim" || return
+  if no_gpu; then cuda_command_parses "$@"; fi
 }
 
-attention() { "$BUNDLE/bench/kernels" --part attention --device "$DEV"; }
+ddp() {
+  gpu_step '"$BUNDLE/bench/ddp" 1 8 1 --device sim --rounds 1' \
+    "$BUNDLE/bench/ddp" 4 256 6 --device cuda --rounds 2
+}
+
+attention() {
+  gpu_step '"$BUNDLE/bench/kernels" --part attention --device sim' \
+    "$BUNDLE/bench/kernels" --part attention --device cuda
+}
 
 gpt2_step() {
-  if ((DRY)); then  # the same flags at a size sim runs in seconds
-    "$BUNDLE/bench/train_step" 1 64 2 32 1 1 1 --heads 2 --vocab 64 --bf16 --device sim --cuda-graphs
-  else
+  gpu_step '"$BUNDLE/bench/train_step" 1 64 2 32 1 1 1 --heads 2 --vocab 64 --bf16 --device sim --cuda-graphs' \
     "$BUNDLE/bench/train_step" 12 768 8 1024 5 1 1 --heads 12 --vocab 50257 --bf16 --device cuda \
-      --cuda-graphs
-  fi
+    --cuda-graphs
 }
 
 # sanitize TOOL TESTS: compute-sanitizer's TOOL over the kernel tests TESTS; any error it
@@ -287,6 +328,7 @@ sanitize() {
   local cs=${RG_COMPUTE_SANITIZER:-}
   if ((DRY)); then
     doctest_run -tc="$(prefixed "$2")" --no-skip=true || return
+    if no_gpu; then DEV=cuda cuda_filter_matches "$(DEV=cuda prefixed "$2")" || return; fi
     echo "SKIP: compute-sanitizer needs a GPU; its test subset ran on sim without it"
     return 0
   fi
@@ -301,10 +343,13 @@ sanitize() {
     -tc="$(prefixed "$2")" --no-skip=true
 }
 
-floors() { "$BUNDLE/bench/kernels" --part floors --device "$DEV"; }
+floors() {
+  gpu_step '"$BUNDLE/bench/kernels" --part floors --device sim' \
+    "$BUNDLE/bench/kernels" --part floors --device cuda
+}
 
 export -f doctest_run prefixed environment kernel_tests graph nccl ddp attention gpt2_step \
-  sanitize floors
+  sanitize floors no_gpu cuda_filter_matches cuda_command_parses gpu_step
 export BUNDLE BUNDLED DEV DRY MIN_DRIVER MEMCHECK_TESTS RACECHECK_TESTS DRY_KERNEL_TESTS
 
 publish

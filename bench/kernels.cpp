@@ -315,6 +315,7 @@ int main(int argc, char** argv) {
   const Flags flags = parse(argc, argv);
   if (flags.environment) return bench::print_environment();
   const Device device = flags.device;
+  bench::require_device("kernels", device);
   const bool gpu = device.is_cuda();
   const int64_t n = gpu ? (flags.quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
   const int iters = gpu ? 20 : 2;

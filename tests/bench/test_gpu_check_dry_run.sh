@@ -3,8 +3,9 @@
 # build (its files, the libraries it needs, checked by scripts/gpu-bundle-check with the
 # loader's path empty), then bench/gpu_check.sh --dry-run runs every step from that bundle on
 # sim. Asserts: each of the 10 steps in the summary table, PASS or SKIP with a reason (the GPU
-# steps skip without a GPU), its limits adding up to under 480 s, the summary table first, at
-# most 3 files written, and --steps reruns only what it names.
+# steps skip without a GPU), the GPU steps' own command lines checked (flags, test filters),
+# its limits adding up to under 480 s, the summary table first, at most 3 files written, and
+# --steps reruns only what it names.
 # Usage: test_gpu_check_dry_run.sh SOURCE_ROOT BUILD_ROOT 'ALLOWED_LIBRARY_GLOBS'
 set -uo pipefail
 src=$1 build=$2 allow=$3
@@ -51,6 +52,12 @@ done
 if ! command -v nvidia-smi >/dev/null; then
   grep -qE '^\| 4 \| dist-nccl \| SKIP .*no GPU with NCCL' "$report" || fail "nccl: no skip reason"
   grep -qE '^\| 8 \|.*\| SKIP \|.*compute-sanitizer needs a GPU' "$report" || fail "memcheck: no skip reason"
+  # the GPU steps' own command lines: 4 benches' flags parse, 4 test filters select tests
+  log=$work/out/gpu_check.log
+  (($(grep -c "^the GPU's command line parses: bench/" "$log") == 4)) ||
+    fail "not 4 GPU command lines checked: $(grep "GPU's" "$log")"
+  (($(grep -c "^the GPU's filter .* each pattern some" "$log") == 4)) ||
+    fail "not 4 GPU test filters checked: $(grep "GPU's" "$log")"
 fi
 grep -q '^attention fwd bf16 causal T 128 head 128' "$report" || fail "no attention figure in the report"
 grep -q '^attention bwd bf16 causal T 64 head 64' "$report" || fail "no attention backward figure"

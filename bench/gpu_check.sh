@@ -172,8 +172,9 @@ step() {
   publish
 }
 
-# NCCL (and cuBLAS where the toolkit lacks it) from pip's nvidia wheels of the python3 on
-# PATH: a C++ program maps no site-packages, so library_search.cpp would not look there.
+# NCCL and cuBLAS from pip's nvidia wheels of the python3 on PATH (the GPU machine has NCCL
+# only there; its wheel cuBLAS is PyTorch's, tried before the toolkit's): a C++ program maps
+# no site-packages, so library_search.cpp would not look there. Step 1 says which loaded.
 wheel_library_dirs() {
   timeout 20 python3 -c 'import glob, os, site
 dirs = []

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/cpu_capability.h"
+#include "core/device_interface.h"
 #include "core/error.h"
 
 namespace rg::bench {
@@ -32,6 +33,15 @@ inline void parse_flags(CLI::App& app, int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
     std::exit(2);
   }
+}
+
+// Exits 1 naming the bench and the device when `device` cannot run here (cuda without a GPU),
+// before any work: not an uncaught rg::Error's abort, after building a model.
+inline void require_device(const char* bench, const rg::Device& device) {
+  if (rg::device_available(device.type)) return;
+  std::fprintf(stderr, "%s: device %s: not available on this machine (no GPU or no driver)\n",
+               bench, device.str().c_str());
+  std::exit(1);
 }
 
 }  // namespace rg::bench

@@ -1,7 +1,8 @@
 // GPU kernel throughput: GB/s of each memory-bound kernel against a device memcpy measured
 // in the same run (the ratio is the figure of merit), and matmul TFLOP/s through ringgrad
 // against a raw cuBLAS call on the same handle (4096^3 on cuda), and the tensor-core attention
-// forward's TFLOP/s as a fraction of bf16 peak (no floor). On sim (no GPU) sizes are
+// forward's and backward's TFLOP/s as a fraction of bf16 peak (kernels_attention.cpp, no
+// floor). On sim (no GPU) sizes are
 // tiny and the run only proves every kernel launches: sim figures mean nothing.
 // Each row has a floor (issue 14): elementwise, where, copy, fill, AdamW (one tensor and
 // multi-tensor) and the clip scale at >= 0.7x memcpy; the row kernels, reductions (the
@@ -10,7 +11,10 @@
 // are printed, not enforced.
 // --sim-check (a -Dsim_check=enabled build): instead of timings, each kernel's memory
 // traffic on sim and its predicted H200 time (bench/kernels_sim_check.cpp).
-// Usage: kernels [--device cuda|sim] [--quick] [--sim-check]
+// --part floors|attention: one of the two (bench/gpu_check.sh times them as separate steps);
+// --environment: the CUDA runtime, driver, GPUs and libraries found (kernels_environment.cpp).
+// Usage: kernels [--device cuda|sim] [--quick] [--sim-check] [--part all|floors|attention]
+//                [--environment]
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -18,7 +22,10 @@
 #include <vector>
 
 #include "bench/cli.h"
+#include "bench/kernels_attention.h"
+#include "bench/kernels_environment.h"
 #include "bench/kernels_sim_check.h"
+#include "bench/kernels_timing.h"
 #include "core/device_interface.h"
 #include "core/op_table.h"
 #include "core/tensor.h"
@@ -33,24 +40,8 @@ using namespace rg;
 
 namespace {
 
-// Milliseconds per call of fn, timed with device events after warm-up.
-double time_ms(Device device, int iters, const std::function<void()>& fn) {
-  fn();
-  fn();
-  gpu::Stream stream = gpu::current_stream(device);
-  gpu::Event start(device, true), stop(device, true);
-  start.record(stream);
-  for (int i = 0; i < iters; ++i) fn();
-  stop.record(stream);
-  stop.synchronize();
-  return start.elapsed_ms(stop) / iters;
-}
-
-Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
-  Tensor t = empty(shape, dtype, device);
-  kernel_table(device.type).fill(t, value);
-  return t;
-}
+using bench::filled;
+using bench::time_ms;
 
 constexpr double kStreamingFloor = 0.7;  // elementwise, copy, fill, AdamW: x memcpy GB/s
 constexpr double kRowFloor = 0.5;        // row kernels, reductions, random
@@ -70,6 +61,8 @@ struct Flags {
   Device device{DeviceType::sim};
   bool quick = false;
   bool sim_check = false;
+  bool environment = false;
+  std::string part = "all";  // all, floors (memory-bound and matmul tables), attention
 };
 
 Flags parse(int argc, char** argv) {
@@ -87,6 +80,13 @@ Flags parse(int argc, char** argv) {
   app.add_flag("--sim-check", f.sim_check,
                "memory traffic and predicted H200 time of each kernel on sim, instead of timings "
                "(a -Dsim_check=enabled build)");
+  app.add_option("--part", f.part,
+                 "which tables: all, floors (the memory-bound and matmul rows, with their floors) "
+                 "or attention (forward and backward TFLOP/s, no floor)")
+      ->check(CLI::IsMember({"all", "floors", "attention"}));
+  app.add_flag("--environment", f.environment,
+               "print the CUDA runtime and driver versions, the GPUs, and where cuBLAS, cuBLASLt "
+               "and NCCL load from, then exit (bench/gpu_check.sh's first step; default: off)");
   bench::parse_flags(app, argc, argv);
   f.device = Device(device_name);
   if (f.sim_check) {
@@ -301,25 +301,6 @@ void matmul_table(Device device) {
   }
 }
 
-// Tensor-core attention forward (kernels/cuda/attention_mma.cuh), causal, bf16, head 64:
-// 96 heads (GPT-2 small's 12 at batch 8) of T 1024 on cuda. The FLOPs are the causal half
-// of 4 T^2 D per head; the fraction is of the H100's dense bf16 peak.
-void attention_table(Device device) {
-  const KernelTable& k = kernel_table(device.type);
-  const bool gpu = device.is_cuda();
-  constexpr double kPeakBf16 = 989e12;  // H100 SXM, dense
-  const int64_t heads = gpu ? 96 : 2, T = gpu ? 1024 : 128, D = 64;
-  Tensor q = filled({heads, T, D}, DType::bf16, device, 0.01);
-  Tensor out = empty({heads, T, D}, DType::bf16, device),
-         lse = empty({heads, T}, DType::f32, device);
-  const double ms =
-      time_ms(device, gpu ? 10 : 1, [&] { k.attention(out, lse, q, q, q, true, 0.125); });
-  const double flops = 4.0 * heads * T * T * D / 2;
-  std::printf("attention fwd bf16 causal T %lld head %lld x%lld: %.1f TFLOP/s, %.2f of %.0f peak\n",
-              static_cast<long long>(T), static_cast<long long>(D), static_cast<long long>(heads),
-              flops / ms / 1e9, flops / ms / 1e9 / (kPeakBf16 / 1e12), kPeakBf16 / 1e12);
-}
-
 void print_allocator_stats(Device device) {
   AllocatorStats st = memory_stats(device);
   std::printf(
@@ -332,7 +313,9 @@ void print_allocator_stats(Device device) {
 
 int main(int argc, char** argv) {
   const Flags flags = parse(argc, argv);
+  if (flags.environment) return bench::print_environment();
   const Device device = flags.device;
+  bench::require_device("kernels", device);
   const bool gpu = device.is_cuda();
   const int64_t n = gpu ? (flags.quick ? int64_t(1) << 24 : int64_t(1) << 26) : int64_t(1) << 16;
   const int iters = gpu ? 20 : 2;
@@ -343,11 +326,15 @@ int main(int argc, char** argv) {
   std::printf("device %s, %lld f32 elements per tensor%s\n", device.str().c_str(),
               static_cast<long long>(n),
               gpu ? "" : " (sim: launch check only, figures meaningless)");
-  memory_bound_table(device, n, iters, false);
-  matmul_table(device);
-  attention_table(device);
+  const bool floors = flags.part != "attention";
+  if (floors) {
+    memory_bound_table(device, n, iters, false);
+    matmul_table(device);
+  }
+  if (flags.part != "floors") bench::attention_table(device);
   print_allocator_stats(device);
-  if (!gpu) std::printf("floors: printed, enforced on cuda only (sim figures mean nothing)\n");
+  if (!gpu && floors)
+    std::printf("floors: printed, enforced on cuda only (sim figures mean nothing)\n");
   if (!g_missed.empty()) {
     std::printf("kernels bench: %zu FLOORS MISSED:", g_missed.size());
     for (const std::string& row : g_missed) std::printf(" [%s]", row.c_str());

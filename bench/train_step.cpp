@@ -302,6 +302,7 @@ void print_activation_bytes(nn::GPT& model, const Tensor& x, const Tensor& y) {
 
 int main(int argc, char** argv) {
   const Flags flags = parse(argc, argv);
+  bench::require_device("train_step", Device(flags.device));
   nn::GPTConfig c;
   c.vocab_size = flags.vocab;
   c.n_layer = flags.n_layer;

@@ -75,17 +75,31 @@ for needle in "n_head=2 vocab=40 (bf16 autocast)" "host synchronizations per ste
   grep -qF -- "$needle" <<<"$out" || fail "train_step --bf16 --cuda-graphs on sim: no '$needle': $out"
 done
 
-expect_help "$kernels" --device --quick
+expect_help "$kernels" --device --quick --part --environment
 expect_error "$kernels" "--device" --device tpu
+expect_error "$kernels" "--part" --part everything
 # On sim (figures meaningless) the bench runs every kernel and prints the floors a cuda run
 # enforces, without enforcing them.
 kernels_out=$("$kernels" --device sim 2>&1)
 kernels_rc=$?
 [ "$kernels_rc" -eq 0 ] || fail "kernels --device sim exited $kernels_rc: $kernels_out"
 for part in "adamw .* floor 0.70$" "softmax rows of 1024 .* floor 0.50$" \
-  "matmul 128^3 f32: .* floor 0.90 x raw cuBLAS" "floors: printed, enforced on cuda only"; do
+  "matmul 128^3 f32: .* floor 0.90 x raw cuBLAS" "floors: printed, enforced on cuda only" \
+  "^attention fwd bf16 causal T 64 head 64 x1: .* TFLOP/s" \
+  "^attention bwd bf16 causal T 128 head 128 x1: .* TFLOP/s"; do
   grep -q -- "$part" <<<"$kernels_out" || fail "kernels --device sim prints no line matching '$part'"
 done
+# --part: one table (bench/gpu_check.sh times them as separate steps); --environment: the
+# CUDA runtime and libraries found, or that the build has no CUDA, and nothing else.
+out=$("$kernels" --device sim --part attention 2>&1)
+grep -q "^attention fwd" <<<"$out" && ! grep -q "floor" <<<"$out" ||
+  fail "kernels --part attention: not the attention table alone: $out"
+out=$("$kernels" --device sim --part floors 2>&1)
+grep -q "floors: printed" <<<"$out" && ! grep -q "^attention" <<<"$out" ||
+  fail "kernels --part floors: not the floors' tables alone: $out"
+out=$("$kernels" --environment 2>&1)
+grep -qE "^libnccl.so.[0-9]+: |built without CUDA" <<<"$out" && ! grep -q "memcpy" <<<"$out" ||
+  fail "kernels --environment: $out"
 
 expect_help "$allreduce" --backend --nproc --min-bytes --max-bytes --factor --dtype --baseline \
   --rounds

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# bench/gpu_check.sh fails when it should, and says why in $OUT/gpu_check.md, before it
-# spends any time building: with no driver (nvidia-smi missing), and with a driver older
-# than CUDA 13 needs (a fake nvidia-smi); and a new enough driver passes --driver-only.
+# bench/gpu_check.sh's verdicts, on a fake bundle of shell scripts and a fake nvidia-smi (no
+# GPU, no build): a driver older than CUDA 13, or a library the bundle cannot load, fails the
+# environment step and the check goes on; failing kernel tests rerun their first failing case alone with CUDA_LAUNCH_BLOCKING=1
+# (not the whole suite); a missing bundle file, a missing compute-sanitizer and the NCCL
+# test's "no GPU" exit fail their steps; a step past its limit is stopped and reported; the
+# budget running out leaves the rest NOT RUN; the report is the table first, in 2 files.
 set -uo pipefail
 script=$1
 work=$(mktemp -d)
@@ -11,76 +14,94 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 fake_smi() {  # fake_smi DRIVER_VERSION: an nvidia-smi printing one H200 with that driver
   mkdir -p "$work/bin"
-  printf '#!/bin/sh\necho "NVIDIA H200, 143771 MiB, %s"\n' "$1" >"$work/bin/nvidia-smi"
+  printf '#!/bin/sh\necho "NVIDIA H200, %s"\n' "$1" >"$work/bin/nvidia-smi"
   chmod +x "$work/bin/nvidia-smi"
 }
-# run NAME PATH: runs the check, leaves its exit status in rc and report in $work/NAME
+script_file() {  # script_file PATH BODY: an executable shell script
+  mkdir -p "$(dirname "$1")"
+  printf '#!/bin/sh\n%s\n' "$2" >"$1"
+  chmod +x "$1"
+}
+b=$work/bundle
+script_file "$b/libringgrad.so" ":"
+# The kernel tests: the whole cuda run fails at softmax; the rerun of that case alone, with
+# launches blocking, names the kernel that faulted.
+script_file "$b/tests/kernels/test_kernels" 'case "$*" in
+  *"-tc=cuda: softmax_and_backward"*) echo "rerun: CUDA_LAUNCH_BLOCKING=$CUDA_LAUNCH_BLOCKING: illegal address in layernorm_backward"; exit 1 ;;
+  *"-tc=cuda:*"*) printf "TEST CASE:  cuda: softmax_and_backward\n\nERROR: illegal address\n[doctest] test cases: 40 | 20 passed | 20 failed |\n"; exit 1 ;;
+  *) echo "test_kernels $*"; echo "[doctest] test cases: 3 | 3 passed | 0 failed |" ;;
+esac'
+script_file "$b/tests/dist/test_dist_nccl" 'echo "dist-nccl: no GPU with NCCL on this machine: skipped (exit 77)"; exit 77'
+script_file "$b/bench/kernels" 'case "$*" in
+  *--environment*) echo "cuda runtime 13.0 (in this build)"; [ -z "$FAKE_NO_NCCL" ] || echo "libnccl.so.2: NOT FOUND: tried" ;;
+  *attention*) echo "attention fwd bf16 causal T 1024 head 64 x96: 1.0 ms 300.0 TFLOP/s" ;;
+  *) echo "kernels bench: OK" ;;
+esac'
+script_file "$b/bench/ddp" 'sleep "${FAKE_DDP_SLEEP:-0}"; echo "DDP, bucket_cap_mb 25 1.05"'
+script_file "$b/bench/train_step" 'echo "graph: replayed step 12.0 ms"'
+script_file "$work/bin/compute-sanitizer" 'echo "sanitizer args: $*"; echo "ERROR SUMMARY: 0 errors"'
+
+base_path=$(dirname "$(command -v bash)"):$(dirname "$(command -v timeout)"):/usr/bin:/bin
+# run NAME [ENV...] -- ARGS: the check on the fake bundle; rc and the report $work/NAME/gpu_check.md
 run() {
-  OUT="$work/$1" PATH="$2" RG_GPU_BUILD="$work/build" bash "$script" "${@:3}" >"$work/$1.log" 2>&1
+  local name=$1
+  shift
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  env OUT="$work/$name" PATH="$work/bin:$base_path" RG_GPU_BUNDLE="$b" \
+    RG_COMPUTE_SANITIZER="$work/bin/compute-sanitizer" "${envs[@]}" bash "$script" "$@" \
+    >"$work/$name.log" 2>&1
   rc=$?
+}
+row() { grep -E "^\| $2 \|" "$work/$1/gpu_check.md"; }
+expect_row() {  # expect_row NAME STEP REGEX: the table row of STEP matches REGEX
+  row "$1" "$2" | grep -qE -- "$3" || fail "$1: step $2 is not /$3/: $(row "$1" "$2")"
 }
 expect_report() {  # expect_report NAME NEEDLE
   grep -qF -- "$2" "$work/$1/gpu_check.md" 2>/dev/null ||
     fail "$1: report lacks '$2': $(cat "$work/$1/gpu_check.md" 2>/dev/null || echo '(none)')"
 }
 
-base_path=$(dirname "$(command -v bash)"):$(dirname "$(command -v timeout)"):/usr/bin:/bin
-run none "$base_path"
-((rc == 1)) || fail "no driver: exit $rc, expected 1"
-expect_report none "no usable GPU driver"
-expect_report none "FAILED at the driver check"
-
 fake_smi 575.57.08
-run old "$work/bin:$base_path"
+run old -- --steps 1
 ((rc == 1)) || fail "old driver: exit $rc, expected 1"
-expect_report old "driver 575 is older than CUDA 13 needs (>= 580)"
+expect_row old 1 "FAIL .*driver 575 is older than CUDA 13 needs \(>= 580\)"
 
 fake_smi 580.95.05
-run new "$work/bin:$base_path" --driver-only
-((rc == 0)) || fail "new driver, --driver-only: exit $rc, expected 0"
-expect_report new "driver 580 >= 580: ok"
-expect_report new "driver only: PASSED"
-[ ! -e "$work/build" ] || fail "--driver-only made a build folder"
+run full --
+((rc == 1)) || fail "full run with failing steps: exit $rc, expected 1"
+sed -n 3p "$work/full/gpu_check.md" | grep -q '^| # | step' || fail "the table is not first"
+(($(find "$work/full" -type f | wc -l) == 2)) || fail "files written: $(ls "$work/full")"
+expect_row full 1 "PASS .*NVIDIA H200, 580.95.05"
+expect_row full 2 "FAIL \(exit 1\) .*first failure: cuda: softmax_and_backward"
+expect_report full "rerun: CUDA_LAUNCH_BLOCKING=1: illegal address in layernorm_backward"
+expect_row full 3 "PASS"
+expect_row full 4 "FAIL .*no GPU with NCCL"
+expect_row full 5 "PASS"
+expect_report full "attention fwd bf16 causal T 1024 head 64"
+expect_row full 7 "PASS"
+expect_report full "sanitizer args: --tool memcheck --error-exitcode 1"
+expect_report full "-tc=cuda: attention_and_backward*,cuda: tensor_core_attention_bf16*"
+expect_row full 9 "PASS"
+expect_row full 10 "PASS"
+grep -q "==== 4 dist-nccl: FAIL" "$work/full/gpu_check.log" || fail "no step 4 in the full log"
 
-# A full run on fake prebuilt binaries: kernel tests that fault (naming another kernel when
-# launches block), a fake compute-sanitizer, the other steps passing.
-pre="$work/pre"
-mkdir -p "$pre/tests/kernels" "$pre/tests/dist" "$pre/bench"
-: >"$pre/libringgrad.so"
-printf '#!/bin/sh\nif [ "$CUDA_LAUNCH_BLOCKING" = 1 ]; then echo "illegal address in layernorm_backward"; else echo "illegal address seen at softmax"; fi\nexit 1\n' \
-  >"$pre/tests/kernels/test_kernels"
-for f in tests/dist/test_dist_nccl bench/kernels bench/ddp bench/train_step; do
-  printf '#!/bin/sh\necho "%s ran"\n' "$f" >"$pre/$f"
-done
-printf '#!/bin/sh\necho "sanitizer args: $*"\n' >"$work/bin/compute-sanitizer"
-chmod +x "$pre"/tests/*/* "$pre"/bench/* "$work/bin/compute-sanitizer"
-full() {  # full NAME SANITIZER
-  OUT="$work/$1" PATH="$work/bin:$base_path" RG_GPU_BUILD="$pre" RG_GPU_PREBUILT=1 \
-    RG_COMPUTE_SANITIZER="$2" bash "$script" >"$work/$1.log" 2>&1
-  rc=$?
-}
-full prebuilt "$work/bin/compute-sanitizer"
-((rc == 1)) || fail "faulting kernel tests: exit $rc, expected 1"
-expect_report prebuilt "## gpu state: PASS"
-expect_report prebuilt "NVIDIA H200"
-expect_report prebuilt "## kernel tests on cuda: FAIL (exit 1"
-expect_report prebuilt "again with CUDA_LAUNCH_BLOCKING=1:"
-expect_report prebuilt "illegal address in layernorm_backward"
-expect_report prebuilt "## dist-nccl: PASS"
-expect_report prebuilt "sanitizer args: --tool memcheck --error-exitcode 1"
-expect_report prebuilt "## compute-sanitizer racecheck: PASS"
-expect_report prebuilt "-tc=cuda:*row*,cuda:*reduce*"
-expect_report prebuilt "--tool synccheck"
-expect_report prebuilt "## bench/kernels (floors enforced): PASS"
-expect_report prebuilt "## ddp on cuda (2 nccl processes): PASS"
-expect_report prebuilt "bench/ddp ran"
-expect_report prebuilt "## train_step on cuda: PASS"
-expect_report prebuilt "## GPT-2 width bf16 step on cuda: PASS"
-expect_report prebuilt "SOME STEPS FAILED"
-full no_sanitizer "$work/nowhere/compute-sanitizer"
-expect_report no_sanitizer "## compute-sanitizer memcheck: FAIL"
-expect_report no_sanitizer "compute-sanitizer not found"
+run no_sanitizer RG_COMPUTE_SANITIZER="$work/nowhere" -- --steps 8
+expect_row no_sanitizer 8 "FAIL .*compute-sanitizer not found"
+
+run slow FAKE_DDP_SLEEP=60 RG_GPU_CHECK_BUDGET=4 -- --steps 5,6
+expect_row slow 5 "FAIL \(timed out\) .*stopped at its [34] s limit"
+expect_row slow 6 "NOT RUN .*no time left of the 4 s budget"
+
+run no_nccl FAKE_NO_NCCL=1 -- --steps 1
+expect_row no_nccl 1 "FAIL .*libnccl.so.2: NOT FOUND"
+
+rm "$b/bench/ddp"
+run missing -- --steps 1
+expect_row missing 1 "FAIL .*bench/ddp is missing"
 
 if ((failures)); then exit 1; fi
-echo "gpu_check: fails without a driver and with an old one, passes a new one; reruns failing" \
-  "kernel tests with CUDA_LAUNCH_BLOCKING=1, runs compute-sanitizer's three tools, fails without it"
+echo "gpu_check: an old driver, failing kernel tests (the first failing case rerun alone," \
+  "launches blocking), no NCCL GPU, no compute-sanitizer, a step past its limit, the budget" \
+  "spent and a missing bundle file are each reported, and the check goes on"

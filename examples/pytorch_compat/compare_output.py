@@ -38,9 +38,17 @@ def _last_digit(text):
     return 0.5 * 10.0 ** -len(text.split(".")[1])
 
 
+RANK_PREFIX = re.compile(r"^\[rank \d+\] ")
+
+
+def _lines(output):
+    """The output's lines without rgrun's "[rank N] " prefixes (torchrun prints none)."""
+    return [RANK_PREFIX.sub("", line) for line in output.strip().splitlines()]
+
+
 def compare(ours, theirs, tolerance):
     """(numbers compared, largest difference (relative, absolute below 1), first mismatch or None)."""
-    ours_lines, their_lines = ours.strip().splitlines(), theirs.strip().splitlines()
+    ours_lines, their_lines = _lines(ours), _lines(theirs)
     if len(ours_lines) != len(their_lines):
         return 0, float("inf"), f"{len(ours_lines)} lines, PyTorch printed {len(their_lines)}"
     count, worst = 0, 0.0

@@ -87,6 +87,9 @@ def _check_device(name):
     if name.startswith("cuda") and not _C.cuda_backend_built():
         raise RuntimeError(f"to: device '{name}' is not available: this ringgrad was built "
                            "without CUDA (use 'cpu', or 'sim' where built)")
+    if name.startswith("cuda") and _C.device_count("cuda") == 0:
+        raise RuntimeError(f"to: device '{name}' is not available: this ringgrad has CUDA but "
+                           "finds no GPU (ringgrad.cuda.is_available() is False)")
 
 
 def _cuda(self, device=None, non_blocking=False):

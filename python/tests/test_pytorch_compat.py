@@ -44,6 +44,7 @@ def test_the_comparison_catches_a_difference():
     assert compare("loss 0.441911\n", "loss 0.441912\n", 1e-5)[2] is None  # last digit rounding
     assert compare("step 1\n", "step 1\nstep 2\n", 1e-9)[2] is not None
     assert compare("sample: 'ab'\n", "sample: 'ac'\n", 1e-9)[2] is not None
+    assert compare("[rank 0] loss 0.5\n", "loss 0.5\n", 1e-9)[2] is None  # rgrun's prefix
 
 
 def test_the_pytorch_twin_differs_only_in_its_imports():

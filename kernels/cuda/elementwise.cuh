@@ -18,6 +18,7 @@
 //   vector per operand: one index computation per V elements, not per element.
 // Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
 #pragma once
+#include <bit>
 #include <array>
 #include <type_traits>
 #include <utility>
@@ -171,12 +172,17 @@ __device__ inline void apply_vector(const F& f, Out* out, const In*... in) {
   Vec<Out, V> r;
   RG_UNROLL
   for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in)->v[j]...);
-#if RG_SIM  // 16 one-byte stores of one value become a memset, which sim-check cannot see
-  if constexpr (sizeof(Out) == 1) {
-    for (int j = 0; j < V; ++j) static_cast<volatile Out*>(out)[j] = Out(r.v[j]);
-  } else
+#if RG_SIM  // clang may store the aggregate with a memcpy (a memset for one-byte values),
+  // which sim-check's store hooks never see: one volatile store per element instead
+  using Bits = std::conditional_t<sizeof(Out) == 1, uint8_t,
+                                  std::conditional_t<sizeof(Out) == 2, uint16_t,
+                                                     std::conditional_t<sizeof(Out) == 4, uint32_t,
+                                                                        uint64_t>>>;
+  for (int j = 0; j < V; ++j)
+    reinterpret_cast<volatile Bits*>(out)[j] = std::bit_cast<Bits>(Out(r.v[j]));
+#else
+  *reinterpret_cast<Vec<Out, V>*>(out) = r;
 #endif
-    *reinterpret_cast<Vec<Out, V>*>(out) = r;
 }
 
 // Thread t runs element t of the head (t < head), then the V elements from head + t * V:

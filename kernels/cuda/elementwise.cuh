@@ -18,8 +18,8 @@
 //   vector per operand: one index computation per V elements, not per element.
 // Launch: 256 threads per block, 1-D grid; no barriers or warp ops (uses_sync = false).
 #pragma once
-#include <bit>
 #include <array>
+#include <bit>
 #include <type_traits>
 #include <utility>
 
@@ -174,10 +174,10 @@ __device__ inline void apply_vector(const F& f, Out* out, const In*... in) {
   for (int j = 0; j < V; ++j) r.v[j] = f(reinterpret_cast<const Vec<In, V>*>(in)->v[j]...);
 #if RG_SIM  // clang may store the aggregate with a memcpy (a memset for one-byte values),
   // which sim-check's store hooks never see: one volatile store per element instead
-  using Bits = std::conditional_t<sizeof(Out) == 1, uint8_t,
-                                  std::conditional_t<sizeof(Out) == 2, uint16_t,
-                                                     std::conditional_t<sizeof(Out) == 4, uint32_t,
-                                                                        uint64_t>>>;
+  using Bits = std::conditional_t<
+      sizeof(Out) == 1, uint8_t,
+      std::conditional_t<sizeof(Out) == 2, uint16_t,
+                         std::conditional_t<sizeof(Out) == 4, uint32_t, uint64_t>>>;
   for (int j = 0; j < V; ++j)
     reinterpret_cast<volatile Bits*>(out)[j] = std::bit_cast<Bits>(Out(r.v[j]));
 #else

@@ -28,9 +28,8 @@ void bind_runtime(nb::module_& m) {
   m.def(
       "synchronize", [](const std::string& device) { rg::synchronize(Device(device)); },
       nb::arg("device"));
-  m.def("autocast_state", [] {
-    return std::make_pair(AutocastMode::is_enabled(), AutocastMode::lower_dtype());
-  });
+  m.def("autocast_state",
+        [] { return std::make_pair(AutocastMode::is_enabled(), AutocastMode::lower_dtype()); });
   m.def(
       "set_autocast_state",
       [](bool enabled, DType lower) {

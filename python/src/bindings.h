@@ -20,7 +20,8 @@ void bind_io(nb::module_& m);        // safetensors, optimizer state dicts, clip
 void bind_indexing(nb::module_& m);  // gather, scatter, cumsum, sort, topk, max/min (+ methods)
 void bind_runtime(nb::module_& m);   // device counts, synchronize, autocast state, TF32
 void bind_random(nb::module_& m);    // PyTorch's CPU random streams: Generator, rand, randperm ...
-void bind_composite_ops(nb::module_& m);  // var/std, norm, masks, pad, einsum, conv, pools, batch norm
+void bind_composite_ops(
+    nb::module_& m);  // var/std, norm, masks, pad, einsum, conv, pools, batch norm
 
 // Runs fn; an rg::Error it throws becomes a Python RuntimeError with the same message. For
 // calls whose failures are about state, not arguments (backward, an optimizer's step).

@@ -2,9 +2,10 @@
 // attention kernels (kernels/cuda/attention_mma.cuh): forward, dq and dkdv, bf16 and TF32,
 // heads of 64 and 128. Their tiles are padded (bf16) or swizzled (TF32) and fragments come
 // by ldmatrix, so no shared-memory request needs more wavefronts than its words need: zero
-// bank conflicts (before: 4 to 6 times the ideal wavefronts). The counters only exist in the instrumented run (suite sim_check:
-// kernels_sim_check); the plain run of this file says so and checks nothing more.
-// The table it prints is the one in docs/kernels.md ("Tensor-core attention: shared memory").
+// bank conflicts (before: 4 to 6 times the ideal wavefronts). The counters only exist in the
+// instrumented run (suite sim_check: kernels_sim_check); the plain run of this file says so and
+// checks nothing more. The table it prints is the one in docs/kernels.md ("Tensor-core attention:
+// shared memory").
 #include <cstdio>
 #include <string>
 

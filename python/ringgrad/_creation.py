@@ -120,12 +120,14 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _placed(_C.arange(start, end, step, dtype), device, requires_grad)
 
 
-class no_grad:
-    """Context manager (and decorator) that turns gradient recording off in this thread."""
+class _GradModeScope:
+    """A context manager (and decorator) that sets gradient recording in this thread to
+    `_enabled` for its extent: no_grad and enable_grad."""
+    _enabled = False
 
     def __enter__(self):
         self._previous = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
+        _C.set_grad_enabled(self._enabled)
 
     def __exit__(self, *exc):
         _C.set_grad_enabled(self._previous)
@@ -137,3 +139,8 @@ class no_grad:
             with type(self)():
                 return fn(*args, **kwargs)
         return wrapped
+
+
+class no_grad(_GradModeScope):
+    """Context manager (and decorator) that turns gradient recording off in this thread."""
+    _enabled = False

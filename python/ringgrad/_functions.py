@@ -2,13 +2,13 @@
 the *_like factories, linspace/eye, the shape functions (flatten, transpose, ...), comparisons
 (allclose, equal, isclose), grad-mode context managers and the default dtype."""
 import builtins
-import functools
 import math
 
 import numpy as np
 
 from ringgrad import _C
-from ringgrad._creation import get_default_dtype, no_grad, set_default_dtype, tensor  # noqa: F401
+from ringgrad._creation import (_GradModeScope, get_default_dtype, no_grad,  # noqa: F401
+                                set_default_dtype, tensor)
 from ringgrad._tensor import Tensor, _as_tensor_like, _to, device  # noqa: F401 (device)
 
 class Size(tuple):
@@ -259,23 +259,9 @@ def rsub(input, other, alpha=1):
     return _C.sub(other, input * alpha if alpha != 1 else input)
 
 
-class enable_grad:
+class enable_grad(_GradModeScope):
     """Context manager (and decorator) that turns gradient recording on in this thread."""
-
-    def __enter__(self):
-        self._previous = _C.is_grad_enabled()
-        _C.set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self._previous)
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with enable_grad():
-                return fn(*args, **kwargs)
-        return wrapped
+    _enabled = True
 
 
 class inference_mode(no_grad):

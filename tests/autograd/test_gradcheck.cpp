@@ -2,23 +2,14 @@
 #include <doctest/doctest.h>
 
 #include "ringgrad.h"
+#include "tests/autograd/gradcheck_helpers.h"
 #include "tests/elementwise_cases.h"
 #include "tests/reduce_cases.h"
 
 using namespace rg;
-using Inputs = std::vector<Tensor>;
-
-namespace {
-Tensor r(const Shape& s, uint64_t seed) {
-  Generator g{seed, 0};
-  return randn(s, kFloat64, kCPU, &g);
-}
-void check(const char* name, std::function<Tensor(const Inputs&)> fn, const Inputs& in) {
-  GradcheckResult res = gradcheck(fn, in);
-  INFO(name << ": " << res.report);
-  CHECK(res.ok);
-}
-}  // namespace
+using rg::test::check;
+using rg::test::Inputs;
+using rg::test::r;
 
 // Every differentiable row of the op table (core/op_table.h), on seeded random shapes in
 // the op's input range (tests/elementwise_cases.h); unary inputs also as transposed views.

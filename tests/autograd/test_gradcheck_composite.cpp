@@ -6,21 +6,12 @@
 #include <limits>
 
 #include "ringgrad.h"
+#include "tests/autograd/gradcheck_helpers.h"
 
 using namespace rg;
-using Inputs = std::vector<Tensor>;
-
-namespace {
-Tensor r(const Shape& s, uint64_t seed) {
-  Generator g{seed, 0};
-  return randn(s, kFloat64, kCPU, &g);
-}
-void check(const char* name, std::function<Tensor(const Inputs&)> fn, const Inputs& in) {
-  GradcheckResult res = gradcheck(fn, in);
-  INFO(name << ": " << res.report);
-  CHECK(res.ok);
-}
-}  // namespace
+using rg::test::check;
+using rg::test::Inputs;
+using rg::test::r;
 
 TEST_CASE("gradcheck: var, std and norm") {
   Tensor a = r({4, 3, 5}, 1);

@@ -244,10 +244,24 @@ __global__ void dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k,
     probabilities(
         p, g, [&](int nt, int r) { return lse_s[column(nt, r)]; },
         [&](int nt, int r) { return sees(g, i0 + column(nt, r), key0 + c_row(lane, r)); });
-    scores<M, kD>(dp, sh.tile(1).rows_from(warp * kRows), sh.tile(qdo + 1), lane);
-    for (int nt = 0; nt < kTileN; ++nt)
-      for (int r = 0; r < 4; ++r) dp[nt][r] = p[nt][r] * (dp[nt][r] - delta_s[column(nt, r)]);
-    accumulate_product<M, kD>(acc_v, p, sh.scratch(warp), sh.tile(qdo + 1), lane);
+    if constexpr (std::is_same_v<M, MmaTf32>) {
+      // P waits in the scratch tile while dV += P^T dO runs and dP^T's scores come: neither
+      // P nor dP^T in registers beside the two accumulators (D 128 fits without spills)
+      __syncwarp();  // the scratch tile's last reads are done
+      store_scratch(sh.scratch(warp), p, lane);
+      __syncwarp();
+      accumulate_scratch<M, kD>(acc_v, sh.scratch(warp), sh.tile(qdo + 1), lane);
+      scores<M, kD>(dp, sh.tile(1).rows_from(warp * kRows), sh.tile(qdo + 1), lane);
+      for (int nt = 0; nt < kTileN; ++nt)
+        for (int r = 0; r < 4; ++r)
+          dp[nt][r] =
+              scratch_value(sh.scratch(warp), nt, r, lane) * (dp[nt][r] - delta_s[column(nt, r)]);
+    } else {
+      scores<M, kD>(dp, sh.tile(1).rows_from(warp * kRows), sh.tile(qdo + 1), lane);
+      for (int nt = 0; nt < kTileN; ++nt)
+        for (int r = 0; r < 4; ++r) dp[nt][r] = p[nt][r] * (dp[nt][r] - delta_s[column(nt, r)]);
+      accumulate_product<M, kD>(acc_v, p, sh.scratch(warp), sh.tile(qdo + 1), lane);
+    }
     accumulate_product<M, kD>(acc_k, dp, sh.scratch(warp), sh.tile(qdo), lane);
   }
   const float scale[2] = {g.scale, g.scale}, one[2] = {1.f, 1.f};

@@ -21,8 +21,10 @@
 //     row 4 at:       1  0  3  2  5  4  7  6     ...
 //         f is one-to-one over 8 rows (ldmatrix phases), and its high bits differ over any
 //         4 rows (the value-by-value loads, and P's 8-byte scratch stores).
-// Padding keeps every fragment address a constant offset from a lane's own (few registers:
-// bf16's dkdv at head 128 fits in 255 without spills); the XOR costs TF32 some.
+// Padding keeps every fragment address a constant offset from a lane's own (few registers);
+// TF32's XORed ones would be hoisted and kept live, so accumulate_step recomputes them at
+// each step (opaque) and its dkdv keeps P in the scratch tile: every kernel at D 64 and 128
+// fits in 255 registers without spills (docs/kernels.md).
 #pragma once
 #include <cstring>
 #include <limits>
@@ -166,6 +168,16 @@ struct QueryFragments {
   }
 };
 
+// x, opaque to the compiler: addresses derived from it are recomputed where used (a few
+// integer ops) instead of being hoisted out of the loops and kept live in registers (the
+// swizzled ones, one per chunk pattern, made TF32's dkdv at D 128 spill).
+__device__ inline int opaque(int x) {
+#if !RG_SIM
+  asm volatile("" : "+r"(x));
+#endif
+  return x;
+}
+
 // B fragments of column tiles nt, nt + 1 of B = rows k0.. of b (kD wide, not transposed):
 // bf16 by ldmatrix .trans of (rows k0.., chunk nt), (k0 + 8.., nt), (k0.., nt + 1), ...;
 // TF32 (.trans would split its words) value by value.
@@ -189,6 +201,7 @@ __device__ inline void load_b_pair(uint32_t (&b0)[2], uint32_t (&b1)[2], Tile<ty
 template <typename M, int kD>
 __device__ inline void accumulate_step(float (&acc)[kD / 8][4], const uint32_t (&fa)[4],
                                        Tile<typename M::In, kD> b, int k0, int lane) {
+  lane = opaque(lane);  // this step's addresses from the lane, not kept over steps
   for (int nt = 0; nt < kD / 8; nt += 2) {
     uint32_t b0[2], b1[2];
     load_b_pair<M, kD>(b0, b1, b, k0, nt, lane);
@@ -197,21 +210,49 @@ __device__ inline void accumulate_step(float (&acc)[kD / 8][4], const uint32_t (
   }
 }
 
-// Writes P (rounded to TF32) into the warp's 16 x 64 scratch tile: a lane's two values of a
-// row are adjacent, one 8-byte store.
+// The address of a lane's two adjacent values (h = 0, 1: rows c_row(lane, 2h)) of column
+// tile nt in the warp's 16 x 64 scratch tile (one 8-byte access, conflict-free).
+__device__ inline float* scratch_pair(Tile<float, kTile> scratch, int nt, int h, int lane) {
+  return &scratch.at(c_row(lane, 2 * h), nt * 8 + c_col(lane, 2 * h));
+}
+
+// Writes P into the warp's scratch tile as f32 (load_a_tile rounds it to TF32).
 __device__ inline void store_scratch(Tile<float, kTile> scratch, const float (&p)[kTileN][4],
                                      int lane) {
   for (int nt = 0; nt < kTileN; ++nt)
     for (int h = 0; h < 2; ++h) {
-      float* at = &scratch.at(c_row(lane, 2 * h), nt * 8 + c_col(lane, 2 * h));
-      const float x = to_tf32(p[nt][2 * h]), y = to_tf32(p[nt][2 * h + 1]);
+      float* at = scratch_pair(scratch, nt, h, lane);
 #if RG_SIM
-      const uint64_t pair = uint64_t(float_to_bits(y)) << 32 | float_to_bits(x);
+      const uint64_t pair =
+          uint64_t(float_to_bits(p[nt][2 * h + 1])) << 32 | float_to_bits(p[nt][2 * h]);
       *reinterpret_cast<volatile uint64_t*>(at) = pair;  // one 8-byte request, as on a GPU
 #else
-      *reinterpret_cast<float2*>(at) = make_float2(x, y);
+      *reinterpret_cast<float2*>(at) = make_float2(p[nt][2 * h], p[nt][2 * h + 1]);
 #endif
     }
+}
+
+// The lane's own values of P back from the scratch tile (as store_scratch wrote them).
+__device__ inline float scratch_value(Tile<float, kTile> scratch, int nt, int r, int lane) {
+  const float* at = scratch_pair(scratch, nt, r / 2, lane);
+#if RG_SIM
+  const uint64_t pair = *reinterpret_cast<const volatile uint64_t*>(at);  // one 8-byte request
+  return bits_to_float(uint32_t(pair >> (r % 2 * 32)));
+#else
+  const float2 pair = *reinterpret_cast<const float2*>(at);
+  return r % 2 ? pair.y : pair.x;
+#endif
+}
+
+// acc += P B, P (16 x 64) from the warp's scratch tile (TF32), B 64 rows (kD wide).
+template <typename M, int kD>
+__device__ inline void accumulate_scratch(float (&acc)[kD / 8][4], Tile<float, kTile> scratch,
+                                          Tile<typename M::In, kD> b, int lane) {
+  for (int k0 = 0; k0 < kTile; k0 += M::K) {
+    uint32_t fa[4];
+    load_a_tile<M, kTile>(fa, scratch, k0, lane);
+    accumulate_step<M, kD>(acc, fa, b, k0, lane);
+  }
 }
 
 // acc += P B, P (16 x 64) given as accumulators, B 64 rows (kD wide). bf16: a lane's
@@ -235,11 +276,7 @@ __device__ inline void accumulate_product(float (&acc)[kD / 8][4], const float (
     __syncwarp();  // the scratch tile's last reads are done
     store_scratch(scratch, p, lane);
     __syncwarp();
-    for (int k0 = 0; k0 < kTile; k0 += M::K) {
-      uint32_t fa[4];
-      load_a_tile<M, kTile>(fa, scratch, k0, lane);
-      accumulate_step<M, kD>(acc, fa, b, k0, lane);
-    }
+    accumulate_scratch<M, kD>(acc, scratch, b, lane);
   }
 }
 

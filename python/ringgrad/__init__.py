@@ -40,6 +40,7 @@ from ringgrad._C import (gather, take_along_dim, scatter, scatter_add, index_sel
 from ringgrad._C import (var, std, var_mean, std_mean, norm, tril, triu, outer,  # noqa: E402
                          repeat_interleave, einsum)
 Tensor.all, Tensor.any = _functions._all, _functions._any
+Tensor.isnan, Tensor.isinf, Tensor.isfinite = _functions.isnan, _functions.isinf, _functions.isfinite
 all, any = _functions._all, _functions._any  # noqa: A001 (torch.all, torch.any)
 for _name in ("max", "min"):  # unless the C++ binds its own (values, indices) form
     if not hasattr(Tensor, _name):

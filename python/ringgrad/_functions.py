@@ -121,6 +121,21 @@ def outer(input, vec2):
 ger = outer
 
 
+def isnan(input):
+    """True where input is NaN (x != x); integer and bool inputs have none."""
+    return input != input
+
+
+def isinf(input):
+    if not input.dtype.is_floating_point:
+        return input != input
+    return input.abs() == math.inf
+
+
+def isfinite(input):
+    return ~(isnan(input) | isinf(input))
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     other = _as_tensor_like(other, input)
     a, b = input.double(), other.double()

@@ -250,3 +250,14 @@ def test_the_runtime_knobs_of_training_scripts():
     with rg.autocast("cpu", enabled=False):
         pass
     rg.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_isnan_isinf_isfinite_match_numpy():
+    values = np.array([np.nan, np.inf, -np.inf, 1.5, 0.0, -2.0])
+    for dtype in (rg.float32, rg.float64):
+        x = rg.tensor(values, dtype=dtype)
+        assert rg.isnan(x).tolist() == np.isnan(values).tolist()
+        assert x.isinf().tolist() == np.isinf(values).tolist()
+        assert rg.isfinite(x).tolist() == np.isfinite(values).tolist()
+    ints = rg.tensor([1, -3])
+    assert rg.isnan(ints).tolist() == [False, False] and ints.isfinite().tolist() == [True, True]
